@@ -1,0 +1,302 @@
+import { generateKeyPairSync, randomBytes } from "node:crypto";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
+import { ensureBinaries, type Binaries } from "./binaries.js";
+import { probe } from "./https-probe.js";
+import { freePort } from "./ports.js";
+import { ManagedProcess, onProcessExit } from "./process.js";
+import { waitFor } from "../util/wait.js";
+
+const DIR_PREFIX = "kvc-cp-";
+const READY_TIMEOUT_MS = 120_000;
+
+export interface ControlPlaneOptions {
+  binaries?: Binaries;
+  /** Build progress and start-up steps, for people watching. */
+  onProgress?: (line: string) => void;
+  /** Extra kube-apiserver flags, appended after ours (later flags win). */
+  apiserverArgs?: readonly string[];
+}
+
+export interface KubeControllerManagerOptions {
+  /** KCM's --controllers list, e.g. ["persistentvolume-binder-controller"]. */
+  controllers: readonly string[];
+  qps?: number;
+  burst?: number;
+  /** Extra flags, appended after ours. */
+  args?: readonly string[];
+}
+
+/** How long each part took to become ready, in milliseconds. */
+export interface StartupTimes {
+  etcdMs: number;
+  apiserverMs: number;
+}
+
+/**
+ * A real etcd + kube-apiserver on free loopback ports in a private temporary directory, with a
+ * self-signed serving certificate, an EC service-account key, an admin token and RBAC. It can restart
+ * the apiserver on the same etcd and start upstream kube-controller-manager beside it. stop() (or this
+ * process exiting or being interrupted) removes every process and file it made.
+ */
+export class LocalControlPlane {
+  readonly #kcms = new Set<ManagedProcess>();
+  #apiserver: ManagedProcess | undefined;
+  #stopped = false;
+
+  private constructor(
+    readonly binaries: Binaries,
+    readonly dir: string,
+    readonly token: string,
+    readonly apiserverPort: number,
+    readonly etcdPort: number,
+    readonly etcd: ManagedProcess,
+    readonly startup: StartupTimes,
+    readonly apiserverArgs: readonly string[],
+    private readonly removeDirAtExit: () => void,
+  ) {}
+
+  static async start(opts: ControlPlaneOptions = {}): Promise<LocalControlPlane> {
+    const progress = opts.onProgress ?? (() => {});
+    const binaries = opts.binaries ?? (await ensureBinaries(progress));
+    removeStaleDirs();
+    const dir = mkdtempSync(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
+    const removeDirAtExit = onProcessExit(() => {
+      rmSync(dir, { recursive: true, force: true });
+    });
+    let etcd: ManagedProcess | undefined;
+    let cp: LocalControlPlane | undefined;
+    try {
+      for (const sub of ["logs", "certs", "etcd"]) mkdirSync(join(dir, sub));
+      const token = randomBytes(24).toString("hex");
+      writeFileSync(join(dir, "tokens.csv"), `${token},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
+      const { privateKey } = generateKeyPairSync("ec", {
+        namedCurve: "prime256v1",
+        privateKeyEncoding: { type: "sec1", format: "pem" },
+        publicKeyEncoding: { type: "spki", format: "pem" },
+      });
+      writeFileSync(join(dir, "sa.key"), privateKey, { mode: 0o600 });
+
+      const [etcdPort, peerPort, apiserverPort] = await distinctFreePorts();
+      progress(`starting etcd on 127.0.0.1:${etcdPort}`);
+      let t0 = performance.now();
+      etcd = new ManagedProcess(
+        "etcd",
+        binaries.etcd,
+        etcdArgs(dir, etcdPort, peerPort),
+        join(dir, "logs", "etcd.log"),
+      );
+      await waitReady(etcd, async () => (await probe(`http://127.0.0.1:${etcdPort}/health`)).status === 200);
+      const startup = { etcdMs: performance.now() - t0, apiserverMs: 0 };
+
+      const args = [...apiserverFlags(dir, etcdPort, apiserverPort), ...(opts.apiserverArgs ?? [])];
+      cp = new LocalControlPlane(
+        binaries,
+        dir,
+        token,
+        apiserverPort,
+        etcdPort,
+        etcd,
+        startup,
+        args,
+        removeDirAtExit,
+      );
+      progress(`starting kube-apiserver on 127.0.0.1:${apiserverPort}`);
+      t0 = performance.now();
+      await cp.#startApiServer();
+      startup.apiserverMs = performance.now() - t0;
+      cp.#writeKubeconfig();
+      return cp;
+    } catch (err) {
+      if (cp) await cp.stop();
+      else {
+        await etcd?.stop();
+        rmSync(dir, { recursive: true, force: true });
+        removeDirAtExit();
+      }
+      throw err;
+    }
+  }
+
+  get server(): string {
+    return `https://127.0.0.1:${this.apiserverPort}`;
+  }
+
+  /** The apiserver's self-signed serving certificate and its CA (written by the apiserver). */
+  get caFile(): string {
+    return join(this.dir, "certs", "apiserver.crt");
+  }
+
+  /** An admin kubeconfig usable by client-node, kubectl and kube-controller-manager alike. */
+  get kubeconfigPath(): string {
+    return join(this.dir, "kubeconfig");
+  }
+
+  kubeConfig(): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromFile(this.kubeconfigPath);
+    return kc;
+  }
+
+  /** Stops the apiserver process and starts a new one on the same etcd, port and certificate. */
+  async restartApiServer(): Promise<void> {
+    await this.#apiserver?.stop();
+    await this.#startApiServer();
+  }
+
+  /** Starts upstream kube-controller-manager against this apiserver and waits for its /healthz. */
+  async startKubeControllerManager(opts: KubeControllerManagerOptions): Promise<ManagedProcess> {
+    const port = await freePort();
+    const n = this.#kcms.size + 1;
+    const certDir = join(this.dir, `kcm-${n}-certs`);
+    mkdirSync(certDir, { recursive: true });
+    const args = [
+      `--kubeconfig=${this.kubeconfigPath}`,
+      "--leader-elect=false",
+      `--controllers=${opts.controllers.join(",")}`,
+      `--kube-api-qps=${opts.qps ?? 20}`,
+      `--kube-api-burst=${opts.burst ?? 30}`,
+      "--bind-address=127.0.0.1",
+      `--secure-port=${port}`,
+      `--cert-dir=${certDir}`,
+      ...(opts.args ?? []),
+    ];
+    const kcm = new ManagedProcess(
+      "kube-controller-manager",
+      this.binaries.kubeControllerManager,
+      args,
+      join(this.dir, "logs", `kube-controller-manager-${n}.log`),
+    );
+    this.#kcms.add(kcm);
+    void kcm.exited.then(() => this.#kcms.delete(kcm));
+    await waitReady(kcm, async () => (await probe(`https://127.0.0.1:${port}/healthz`)).status === 200);
+    return kcm;
+  }
+
+  /** Stops everything this control plane started and removes its directory. Safe to call twice. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    await Promise.all([...this.#kcms].map((k) => k.stop()));
+    await this.#apiserver?.stop();
+    await this.etcd.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+    this.removeDirAtExit();
+  }
+
+  async #startApiServer(): Promise<void> {
+    const apiserver = new ManagedProcess(
+      "kube-apiserver",
+      this.binaries.kubeApiserver,
+      this.apiserverArgs,
+      join(this.dir, "logs", "kube-apiserver.log"),
+    );
+    this.#apiserver = apiserver;
+    await waitReady(apiserver, async () => {
+      if (!existsSync(this.caFile)) return false;
+      const res = await probe(`${this.server}/readyz`, {
+        ca: readFileSync(this.caFile, "utf8"),
+        token: this.token,
+      });
+      return res.status === 200;
+    });
+  }
+
+  #writeKubeconfig(): void {
+    // JSON is valid YAML, and every kubeconfig reader (client-node, client-go) accepts it.
+    const config = {
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "local", cluster: { server: this.server, "certificate-authority": this.caFile } }],
+      users: [{ name: "admin", user: { token: this.token } }],
+      contexts: [{ name: "local", context: { cluster: "local", user: "admin" } }],
+      "current-context": "local",
+    };
+    writeFileSync(this.kubeconfigPath, JSON.stringify(config, null, 2) + "\n", { mode: 0o600 });
+  }
+}
+
+function etcdArgs(dir: string, clientPort: number, peerPort: number): string[] {
+  const client = `http://127.0.0.1:${clientPort}`;
+  const peer = `http://127.0.0.1:${peerPort}`;
+  return [
+    `--data-dir=${join(dir, "etcd")}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=default=${peer}`,
+    "--unsafe-no-fsync",
+    "--log-level=warn",
+  ];
+}
+
+function apiserverFlags(dir: string, etcdPort: number, port: number): string[] {
+  return [
+    `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+    "--bind-address=127.0.0.1",
+    `--secure-port=${port}`,
+    "--advertise-address=127.0.0.1",
+    "--endpoint-reconciler-type=none",
+    `--cert-dir=${join(dir, "certs")}`,
+    `--token-auth-file=${join(dir, "tokens.csv")}`,
+    "--authorization-mode=RBAC",
+    "--service-account-issuer=https://kubernetes.default.svc",
+    `--service-account-key-file=${join(dir, "sa.key")}`,
+    `--service-account-signing-key-file=${join(dir, "sa.key")}`,
+    "--service-cluster-ip-range=10.0.0.0/24",
+    "--disable-admission-plugins=ServiceAccount",
+    "--allow-privileged=true",
+  ];
+}
+
+async function waitReady(proc: ManagedProcess, ready: () => Promise<boolean>): Promise<void> {
+  try {
+    await waitFor(
+      async () => {
+        if (!proc.running) throw new Error(`${proc.name} exited`);
+        return ready();
+      },
+      { timeoutMs: READY_TIMEOUT_MS, intervalMs: 100, what: `${proc.name} to become ready` },
+    );
+  } catch (err) {
+    proc.killNow();
+    const msg = err instanceof Error ? err.message : String(err);
+    throw new Error(`${msg}\n--- last lines of ${proc.logFile} ---\n${proc.logTail()}`, { cause: err });
+  }
+}
+
+async function distinctFreePorts(): Promise<[number, number, number]> {
+  const ports = new Set<number>();
+  while (ports.size < 3) ports.add(await freePort());
+  const [a = 0, b = 0, c = 0] = ports;
+  return [a, b, c];
+}
+
+/** Removes directories left by control planes whose owning process was killed outright. */
+function removeStaleDirs(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const pid = Number(/^kvc-cp-(\d+)-/.exec(name)?.[1]);
+    if (pid && pid !== process.pid && !alive(pid))
+      rmSync(join(tmpdir(), name), { recursive: true, force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
