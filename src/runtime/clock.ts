@@ -1,0 +1,84 @@
+/**
+ * Time as the runtime sees it. Everything that waits (workqueue delays, rate limiters, leader
+ * election, resync, stall timeouts) takes a Clock, so tests drive time by hand instead of sleeping.
+ */
+export interface Clock {
+  /** Milliseconds, monotonic for RealClock. */
+  now(): number;
+  /**
+   * Runs `fn` after `ms`; the returned function cancels it. Real timers keep the process alive, as a
+   * standby replica may have nothing else pending between attempts; stop what you start.
+   */
+  setTimer(fn: () => void, ms: number): () => void;
+}
+
+export const realClock: Clock = {
+  now: () => performance.now(),
+  setTimer(fn, ms) {
+    const t = setTimeout(fn, Math.max(0, ms));
+    return () => {
+      clearTimeout(t);
+    };
+  },
+};
+
+/** Resolves after `ms` on `clock`; rejects with the signal's reason when aborted. */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason as Error);
+      return;
+    }
+    const onAbort = () => {
+      cancel();
+      reject(signal?.reason as Error);
+    };
+    const cancel = clock.setTimer(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** A clock that moves only when told to: `advance(ms)` fires due timers in time order. */
+export class FakeClock implements Clock {
+  #now: number;
+  #seq = 0;
+  readonly #timers = new Map<number, { at: number; fn: () => void }>();
+
+  constructor(start = 0) {
+    this.#now = start;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimer(fn: () => void, ms: number): () => void {
+    const id = ++this.#seq;
+    this.#timers.set(id, { at: this.#now + Math.max(0, ms), fn });
+    return () => this.#timers.delete(id);
+  }
+
+  /** Number of timers not yet fired. */
+  get pendingTimers(): number {
+    return this.#timers.size;
+  }
+
+  /** Moves time forward, firing every timer that falls due (including ones set by fired timers). */
+  advance(ms: number): void {
+    const target = this.#now + ms;
+    for (;;) {
+      let next: [number, { at: number; fn: () => void }] | undefined;
+      for (const entry of this.#timers) {
+        if (entry[1].at <= target && (!next || entry[1].at < next[1].at)) next = entry;
+      }
+      if (!next) break;
+      this.#timers.delete(next[0]);
+      this.#now = next[1].at;
+      next[1].fn();
+    }
+    this.#now = target;
+  }
+}
