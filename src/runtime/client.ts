@@ -1,0 +1,157 @@
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  createConfiguration,
+  KubeConfig,
+  ServerConfiguration,
+  StorageV1Api,
+  wrapHttpLibrary,
+  type RequestContext,
+  type ResponseContext,
+} from "@kubernetes/client-node";
+// client-node does not export its default HTTP library from the package root.
+import { IsomorphicFetchHttpLibrary } from "@kubernetes/client-node/dist/gen/http/isomorphic-fetch.js";
+import { Counter, Histogram, type Registry } from "prom-client";
+import { realClock, sleep, type Clock } from "./clock.js";
+import { TokenBucket } from "./workqueue/rate-limiter.js";
+
+/**
+ * A kubeconfig as kube-controller-manager builds it: the file when given, --master overriding its
+ * server; neither: the in-cluster service account.
+ */
+export function loadKubeConfig(kubeconfig: string | undefined, master: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  if (kubeconfig) kc.loadFromFile(kubeconfig);
+  else if (!master) kc.loadFromCluster();
+  if (master) {
+    const current = kc.getCurrentCluster();
+    const name = current?.name ?? "master";
+    kc.clusters = [
+      ...kc.clusters.filter((c) => c.name !== name),
+      { ...(current ?? { name, skipTLSVerify: false }), name, server: master },
+    ];
+    if (!current) {
+      kc.users = [{ name }];
+      kc.contexts = [{ name, cluster: name, user: name }];
+      kc.setCurrentContext(name);
+    }
+  }
+  if (!kc.getCurrentCluster()) throw new Error("the kubeconfig has no current cluster");
+  return kc;
+}
+
+/**
+ * client-go's client-side limiter: a token bucket of `qps` refills and `burst` capacity that every
+ * request waits on. As client-go: qps 0 means the default 5; a negative qps disables limiting.
+ */
+export class ClientRateLimiter {
+  readonly #bucket: TokenBucket | undefined;
+
+  constructor(
+    qps: number,
+    burst: number,
+    private readonly clock: Clock = realClock,
+  ) {
+    const rate = qps === 0 ? 5 : qps;
+    this.#bucket = rate > 0 ? new TokenBucket(rate, burst, clock) : undefined;
+  }
+
+  /** Waits for this request's token; resolves at once while tokens remain. */
+  async wait(): Promise<void> {
+    const delay = this.#bucket?.reserve() ?? 0;
+    if (delay > 0) await sleep(this.clock, delay);
+  }
+}
+
+export interface ApiClientOptions {
+  qps: number;
+  burst: number;
+  clock?: Clock;
+  registry?: Registry;
+  userAgent?: string;
+}
+
+/**
+ * The typed API groups the controllers use, all sharing one rate limiter and one set of request
+ * metrics (rest_client_requests_total{code,method,host}) through a wrapped HTTP library.
+ */
+export class ApiClients {
+  readonly core: CoreV1Api;
+  readonly storage: StorageV1Api;
+  readonly coordination: CoordinationV1Api;
+  readonly limiter: ClientRateLimiter;
+
+  constructor(
+    readonly kubeConfig: KubeConfig,
+    opts: ApiClientOptions,
+  ) {
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error("the kubeconfig has no current cluster");
+    this.limiter = new ClientRateLimiter(opts.qps, opts.burst, opts.clock);
+    const metrics = opts.registry ? restClientMetrics(opts.registry) : undefined;
+    const inner = new IsomorphicFetchHttpLibrary();
+    const host = new URL(cluster.server).host;
+    const limiter = this.limiter;
+    const httpApi = wrapHttpLibrary({
+      async send(request: RequestContext): Promise<ResponseContext> {
+        const method: string = request.getHttpMethod();
+        await limiter.wait();
+        const end = metrics?.duration.startTimer({ verb: method, host });
+        try {
+          const response = await inner.send(request).toPromise();
+          metrics?.requests.inc({ code: String(response.httpStatusCode), method, host });
+          return response;
+        } catch (err) {
+          metrics?.requests.inc({ code: "<error>", method, host });
+          throw err;
+        } finally {
+          end?.();
+        }
+      },
+    });
+    const configuration = createConfiguration({
+      baseServer: new ServerConfiguration(cluster.server, {}),
+      authMethods: { default: kubeConfig },
+      httpApi,
+      promiseMiddleware: [
+        {
+          pre: (ctx: RequestContext) => {
+            ctx.setHeaderParam("User-Agent", opts.userAgent ?? "kube-volume-controller");
+            return Promise.resolve(ctx);
+          },
+          post: (ctx: ResponseContext) => Promise.resolve(ctx),
+        },
+      ],
+    });
+    this.core = new CoreV1Api(configuration);
+    this.storage = new StorageV1Api(configuration);
+    this.coordination = new CoordinationV1Api(configuration);
+  }
+}
+
+function restClientMetrics(registry: Registry) {
+  const existing = registry.getSingleMetric("rest_client_requests_total");
+  if (existing) {
+    return {
+      requests: existing as Counter<"code" | "method" | "host">,
+      duration: registry.getSingleMetric("rest_client_request_duration_seconds") as Histogram<
+        "verb" | "host"
+      >,
+    };
+  }
+  return {
+    requests: new Counter({
+      name: "rest_client_requests_total",
+      help: "Number of HTTP requests, partitioned by status code, method, and host.",
+      labelNames: ["code", "method", "host"] as const,
+      registers: [registry],
+    }),
+    duration: new Histogram({
+      name: "rest_client_request_duration_seconds",
+      help: "Request latency in seconds. Broken down by verb and host.",
+      labelNames: ["verb", "host"] as const,
+      buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,27 @@
+/** A named health check: returns normally when healthy, throws (with the reason) when not. */
+export interface HealthCheck {
+  name: string;
+  check(): void | Promise<void>;
+}
+
+export interface HealthReport {
+  healthy: boolean;
+  /** One line per check in the shape of Kubernetes' verbose health output: `[+]name ok`. */
+  lines: string[];
+}
+
+/** Runs every check; as the apiserver's /healthz, failing reasons are not exposed, only names. */
+export async function runChecks(checks: readonly HealthCheck[]): Promise<HealthReport> {
+  const lines: string[] = [];
+  let healthy = true;
+  for (const c of checks) {
+    try {
+      await c.check();
+      lines.push(`[+]${c.name} ok`);
+    } catch {
+      healthy = false;
+      lines.push(`[-]${c.name} failed: reason withheld`);
+    }
+  }
+  return { healthy, lines };
+}

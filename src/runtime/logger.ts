@@ -1,0 +1,54 @@
+import { pino, type Logger } from "pino";
+
+export type { Logger } from "pino";
+
+export type LoggingFormat = "json" | "text";
+
+export interface LoggerOptions {
+  /** klog-style verbosity (-v/--v): 0–2 info, 3–4 debug, 5+ trace. */
+  verbosity: number;
+  /** json (default, Kubernetes' structured shape) or text (pino-pretty, for people). */
+  format: LoggingFormat;
+  /** Where JSON lines go; stderr like klog unless a test captures them. */
+  destination?: NodeJS.WritableStream;
+}
+
+/** Maps klog verbosity onto pino levels. */
+export function levelForVerbosity(v: number): "info" | "debug" | "trace" {
+  if (v >= 5) return "trace";
+  if (v >= 3) return "debug";
+  return "info";
+}
+
+/**
+ * A pino logger writing Kubernetes' JSON log shape: `ts` (epoch seconds), `msg`, `err`, and object
+ * references as `{name, namespace}` (see objectRef).
+ */
+export function createLogger({ verbosity, format, destination }: LoggerOptions): Logger {
+  const options = {
+    level: levelForVerbosity(verbosity),
+    base: null,
+    messageKey: "msg",
+    errorKey: "err",
+    timestamp: () => `,"ts":${(Date.now() / 1000).toFixed(6)}`,
+  };
+  if (format === "text") {
+    return pino({
+      ...options,
+      transport: {
+        target: "pino-pretty",
+        options: { destination: 2, messageKey: "msg", timestampKey: "ts" },
+      },
+    });
+  }
+  return pino(options, (destination ?? process.stderr) as pino.DestinationStream);
+}
+
+/** klog.KObj: how an object is named in a log line. */
+export function objectRef(obj: { metadata?: { name?: string; namespace?: string } }): {
+  name: string;
+  namespace?: string;
+} {
+  const { name = "", namespace } = obj.metadata ?? {};
+  return namespace ? { name, namespace } : { name };
+}
