@@ -2,6 +2,24 @@ import { pino, type Logger } from "pino";
 
 export type { Logger } from "pino";
 
+/**
+ * What runtime components need from a logger: pino's (object, message) methods, errors under
+ * `err`. A pino Logger fits as is; tests can pass a small recorder.
+ */
+export interface LogSink {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export const silentLogger: LogSink = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+};
+
 export type LoggingFormat = "json" | "text";
 
 export interface LoggerOptions {

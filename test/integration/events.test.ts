@@ -4,6 +4,7 @@ import { CoreV1Api, type CoreV1Event, type V1PersistentVolume } from "@kubernete
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { FakeClock, realClock, type Clock } from "../../src/runtime/clock.js";
 import { combinedMessagePrefix, type CorrelatorOptions } from "../../src/runtime/events/correlator.js";
+import { silentLogger } from "../../src/runtime/logger.js";
 import { EventRecorder } from "../../src/runtime/events/recorder.js";
 import { objectReference } from "../../src/runtime/events/reference.js";
 
@@ -33,8 +34,9 @@ describe("event recorder on a real apiserver", () => {
       core,
       clock,
       correlator,
-      logger: (level, msg, fields) => {
-        if (level === "error") errors.push(`${msg} ${JSON.stringify(fields)}`);
+      logger: {
+        ...silentLogger,
+        error: (fields, msg) => errors.push(`${msg} ${JSON.stringify(fields)}`),
       },
     });
   }

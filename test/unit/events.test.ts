@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ApiException, type CoreV1Api, type CoreV1Event } from "@kubernetes/client-node";
+import type { LogSink } from "../../src/runtime/logger.js";
 import { FakeClock } from "../../src/runtime/clock.js";
 import {
   EventCorrelator,
   combinedMessagePrefix,
   type RecordedEvent,
 } from "../../src/runtime/events/correlator.js";
-import { EventRecorder, type EventLogger } from "../../src/runtime/events/recorder.js";
+import { EventRecorder } from "../../src/runtime/events/recorder.js";
 import { objectReference } from "../../src/runtime/events/reference.js";
 import { waitFor } from "../../src/util/wait.js";
 
@@ -195,7 +196,15 @@ function recorder(
   extra: Partial<ConstructorParameters<typeof EventRecorder>[0]> = {},
 ) {
   const logs: { level: string; msg: string }[] = [];
-  const logger: EventLogger = (level, msg) => logs.push({ level, msg });
+  const sink = (level: string) => (_fields: object, msg: string) => {
+    logs.push({ level, msg });
+  };
+  const logger: LogSink = {
+    debug: sink("debug"),
+    info: sink("info"),
+    warn: sink("warn"),
+    error: sink("error"),
+  };
   const r = new EventRecorder({
     component: "persistentvolume-controller",
     host: "node-a",

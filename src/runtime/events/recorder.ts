@@ -15,11 +15,9 @@ import {
   type RecordedEvent,
 } from "./correlator.js";
 import { involvedObject, type EventSubject } from "./reference.js";
+import { silentLogger, type LogSink } from "../logger.js";
 
 export type EventType = "Normal" | "Warning";
-
-/** Where the recorder reports events and what it drops; pino fits as `(l, msg, f) => log[l](f, msg)`. */
-export type EventLogger = (level: "error" | "debug", msg: string, fields: Record<string, unknown>) => void;
 
 export interface EventRecorderOptions {
   /** source.component and reportingComponent, e.g. "persistentvolume-controller". */
@@ -28,8 +26,8 @@ export interface EventRecorderOptions {
   host?: string;
   core: Pick<CoreV1Api, "createNamespacedEvent" | "patchNamespacedEvent">;
   clock: Clock;
-  /** Defaults to errors on stderr. */
-  logger?: EventLogger;
+  /** Where the recorder reports what it drops or fails to write. */
+  logger?: LogSink;
   correlator?: Partial<CorrelatorOptions>;
   /** Events waiting to be written beyond which new ones are dropped (client-go: 1000). */
   queueSize?: number;
@@ -41,10 +39,6 @@ export interface EventRecorderOptions {
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
-const defaultLogger: EventLogger = (level, msg, fields) => {
-  if (level === "error") console.error(`event recorder: ${msg}`, fields);
-};
-
 /**
  * Records core/v1 Events about objects, as client-go's record.EventRecorder with its broadcaster
  * writing to the apiserver: `event()` only queues, and one writer drains the queue through the
@@ -55,7 +49,7 @@ export class EventRecorder {
   readonly #source: { component: string; host?: string };
   readonly #core: EventRecorderOptions["core"];
   readonly #clock: Clock;
-  readonly #log: EventLogger;
+  readonly #log: LogSink;
   readonly #correlator: EventCorrelator;
   readonly #queueSize: number;
   readonly #maxTries: number;
@@ -71,7 +65,7 @@ export class EventRecorder {
     this.#source = { component: options.component, ...(options.host ? { host: options.host } : {}) };
     this.#core = options.core;
     this.#clock = options.clock;
-    this.#log = options.logger ?? defaultLogger;
+    this.#log = options.logger ?? silentLogger;
     this.#correlator = new EventCorrelator(options.clock, options.correlator);
     this.#queueSize = options.queueSize ?? 1000;
     this.#maxTries = options.maxTries ?? 12;
@@ -88,21 +82,21 @@ export class EventRecorder {
     try {
       const ref = involvedObject(subject);
       if (!ref) {
-        this.#log("error", "Could not construct reference, will not report event", { type, reason, message });
+        this.#log.error({ type, reason, message }, "Could not construct reference, will not report event");
         return;
       }
       const event = this.#makeEvent(ref, type, reason, message);
-      this.#log("debug", "Event occurred", describe(event));
+      this.#log.debug(describe(event), "Event occurred");
       if (this.#closed.signal.aborted) {
-        this.#log("error", "Unable to record event: the recorder is closed", describe(event));
+        this.#log.error(describe(event), "Unable to record event: the recorder is closed");
       } else if (this.#queue.length >= this.#queueSize) {
-        this.#log("error", "Unable to record event: too many queued events, dropped event", describe(event));
+        this.#log.error(describe(event), "Unable to record event: too many queued events, dropped event");
       } else {
         this.#queue.push(event);
         this.#startWriting();
       }
     } catch (err) {
-      this.#log("error", "Unable to record event", { type, reason, message, err: errorMessage(err) });
+      this.#log.error({ type, reason, message, err: errorMessage(err) }, "Unable to record event");
     }
   }
 
@@ -170,7 +164,7 @@ export class EventRecorder {
   async #writeWithRetries(correlation: Correlation): Promise<void> {
     for (let tries = 1; !(await this.#write(correlation)); tries++) {
       if (tries >= this.#maxTries) {
-        this.#log("error", "Unable to write event (retry limit exceeded!)", describe(correlation.event));
+        this.#log.error(describe(correlation.event), "Unable to write event (retry limit exceeded!)");
         return;
       }
       // The first wait is random so that recorders do not all come back in step after an outage.
@@ -178,7 +172,7 @@ export class EventRecorder {
       try {
         await sleep(this.#clock, delay, this.#closed.signal);
       } catch {
-        this.#log("error", "Unable to write event (the recorder is closed)", describe(correlation.event));
+        this.#log.error(describe(correlation.event), "Unable to write event (the recorder is closed)");
         return;
       }
     }
@@ -202,18 +196,24 @@ export class EventRecorder {
       return true;
     } catch (err) {
       if (isTransient(err)) {
-        this.#log("error", "Unable to write event (may retry after sleeping)", {
-          ...describe(event),
-          err: errorMessage(err),
-        });
+        this.#log.error(
+          {
+            ...describe(event),
+            err: errorMessage(err),
+          },
+          "Unable to write event (may retry after sleeping)",
+        );
         return false;
       }
       // Expected when a name was reused or the namespace is going away; anything else is a bug.
       const expected = isAlreadyExists(err) || isNamespaceTerminating(err);
-      this.#log(expected ? "debug" : "error", "Server rejected event (will not retry!)", {
-        ...describe(event),
-        err: errorMessage(err),
-      });
+      this.#log[expected ? "debug" : "error"](
+        {
+          ...describe(event),
+          err: errorMessage(err),
+        },
+        "Server rejected event (will not retry!)",
+      );
       return true;
     }
   }

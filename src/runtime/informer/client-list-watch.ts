@@ -1,0 +1,111 @@
+import {
+  Observable,
+  Watch,
+  type ConfigurationOptions,
+  type KubeConfig,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
+// Not re-exported by the package: the generated serializer that turns JSON into the typed models
+// (Date fields, renamed properties) exactly as the list calls do. client-node is pinned to 2.0.1.
+import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js";
+import { errorMessage } from "../api-errors.js";
+import type { ListerWatcher, WatchEvent, WatchStatus } from "./list-watch.js";
+import type { ResourceType, Scope } from "./resources.js";
+
+export interface ClientListWatchOptions {
+  /**
+   * client-node's Watch aborts after this long without a byte. It cannot be switched off, so it is set
+   * beyond the reflector's own (Clock-driven, testable) stall timeout and only backs it up.
+   */
+  watchInactivityTimeoutMs: number;
+}
+
+/** Lists and watches `resource` in `scope` over client-node: typed list calls, the Watch stream. */
+export function clientListWatch<T extends KubernetesObject>(
+  kc: KubeConfig,
+  resource: ResourceType<T>,
+  scope: Scope,
+  opts: ClientListWatchOptions,
+): ListerWatcher<T> {
+  const list = resource.lister(kc);
+  const watcher = new Watch(kc);
+  // requestTimeoutMs is private in the typings but is the documented knob.
+  Object.assign(watcher, { requestTimeoutMs: opts.watchInactivityTimeoutMs });
+  const ns = scope.namespace ? `/namespaces/${encodeURIComponent(scope.namespace)}` : "";
+  const path = `${resource.groupVersionPath}${ns}/${resource.plural}`;
+  const selectors = {
+    ...(scope.labelSelector && { labelSelector: scope.labelSelector }),
+    ...(scope.fieldSelector && { fieldSelector: scope.fieldSelector }),
+  };
+
+  return {
+    async list({ limit, continue: cont }, signal) {
+      const res = await list({ ...scope, limit, ...(cont && { _continue: cont }) }, abortable(signal));
+      const meta = res.metadata;
+      return {
+        items: res.items,
+        resourceVersion: meta?.resourceVersion ?? "",
+        ...(meta?._continue && { continue: meta._continue }),
+      };
+    },
+
+    watch(watchOpts, onEvent, signal) {
+      return new Promise((resolve, reject) => {
+        let controller: AbortController | undefined;
+        const stop = () => controller?.abort();
+        signal.addEventListener("abort", stop, { once: true });
+        const done = (err: unknown) => {
+          signal.removeEventListener("abort", stop);
+          // client-node's inactivity timeout is a clean end like the server's: watch again.
+          if (!err || (err instanceof Error && err.name === "TimeoutError")) resolve();
+          else reject(err instanceof Error ? err : new Error(errorMessage(err)));
+        };
+        const onLine = (type: string, obj: unknown) => {
+          try {
+            const event = decode<T>(type, obj, resource.model);
+            if (event) onEvent(event);
+          } catch (err) {
+            // client-node swallows callback errors; end the watch instead so the event is not lost.
+            done(err);
+            controller?.abort();
+          }
+        };
+        watcher.watch(path, { ...selectors, ...watchOpts }, onLine, done).then((c) => {
+          controller = c;
+          if (signal.aborted) c.abort();
+        }, done);
+      });
+    },
+  };
+}
+
+function decode<T>(type: string, obj: unknown, model: string): WatchEvent<T> | undefined {
+  switch (type) {
+    case "ADDED":
+    case "MODIFIED":
+    case "DELETED":
+      return { type, object: ObjectSerializer.deserialize(obj, model, "") as T };
+    case "BOOKMARK":
+      return { type, object: obj as KubernetesObject };
+    case "ERROR":
+      return { type, object: obj as WatchStatus };
+    default:
+      return undefined;
+  }
+}
+
+/** Per-call options that let `signal` cancel the request (client-node takes Observable middleware). */
+function abortable(signal: AbortSignal): ConfigurationOptions {
+  return {
+    middleware: [
+      {
+        pre: (ctx) => {
+          ctx.setSignal(signal);
+          return new Observable(Promise.resolve(ctx));
+        },
+        post: (res) => new Observable(Promise.resolve(res)),
+      },
+    ],
+    middlewareMergeStrategy: "append",
+  };
+}
