@@ -1,17 +1,67 @@
 #!/usr/bin/env node
 import yargs from "yargs";
 import { hideBin } from "yargs/helpers";
-import { runDev } from "./dev.js";
+import { RUN_FLAGS, toRunConfig } from "./options.js";
+import { versionInfo } from "./version.js";
+
+/** Usage errors (unknown flags, bad values) exit 2 with one line, never a stack trace. */
+const USAGE_ERROR = 2;
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`kvc: ${message}\n`);
+  process.exit(code);
+}
 
 await yargs(hideBin(process.argv))
   .scriptName("kvc")
+  // pflag semantics: --flag=false, never --no-flag; flags keep their kebab-case names only.
+  .parserConfiguration({ "boolean-negation": false, "camel-case-expansion": false })
+  .usage("$0 <command> [flags]")
+  .command(
+    "run",
+    "Run the volume controllers against a cluster (the production command).",
+    (y) => y.options(RUN_FLAGS).strictOptions(),
+    async (argv) => {
+      let config;
+      try {
+        config = toRunConfig(argv);
+      } catch (err) {
+        fail((err as Error).message, USAGE_ERROR);
+      }
+      const { run } = await import("./run.js");
+      try {
+        await run(config);
+      } catch (err) {
+        fail(`error: ${(err as Error).message}`, 1);
+      }
+    },
+  )
   .command(
     "dev",
-    "Build (cached) and start an embedded etcd + kube-apiserver on loopback, print how to reach it, run until interrupted",
+    "Build (cached) and start an embedded etcd + kube-apiserver on loopback and say how to reach it.",
     (y) => y,
-    () => runDev(),
+    async () => {
+      const { runDev } = await import("./dev.js");
+      await runDev();
+    },
   )
-  .demandCommand(1, "name a command, e.g. `kvc dev`")
+  .command(
+    "version",
+    "Print the version of kvc.",
+    (y) => y,
+    () => {
+      process.stdout.write(`${versionInfo()}\n`);
+    },
+  )
+  .demandCommand(1, "name a command: run, dev or version")
+  .recommendCommands()
   .strict()
+  .version(false)
   .help()
+  .alias("h", "help")
+  .wrap(Math.min(110, process.stdout.columns || 110))
+  .fail((msg: string | null, err: Error | undefined) => {
+    const text = (msg ?? err?.message ?? "invalid command line").replace(/\s*\n\s*/g, " ");
+    fail(`${text} (see kvc --help)`, USAGE_ERROR);
+  })
   .parseAsync();

@@ -1,0 +1,41 @@
+/**
+ * The kube-controller-manager loops this project replaces, by upstream's names and aliases, so that
+ * `--controllers` reads exactly as KCM's.
+ */
+export const CONTROLLERS = [
+  { name: "persistentvolume-binder-controller", aliases: ["persistentvolume-binder"] },
+  { name: "persistentvolume-attach-detach-controller", aliases: ["attachdetach"] },
+  { name: "persistentvolumeclaim-protection-controller", aliases: ["pvc-protection"] },
+  { name: "persistentvolume-protection-controller", aliases: ["pv-protection"] },
+] as const;
+
+export type ControllerName = (typeof CONTROLLERS)[number]["name"];
+
+const canonical = new Map<string, ControllerName>(
+  CONTROLLERS.flatMap((c) => [c.name, ...c.aliases].map((n) => [n, c.name] as const)),
+);
+
+/**
+ * Resolves a KCM-style `--controllers` list: `*` enables every controller (all of ours are on by
+ * default in KCM), `name` enables one, `-name` disables one; the first entry naming a controller
+ * wins, as in KCM's IsControllerEnabled. Unknown names are an error.
+ */
+export function enabledControllers(list: readonly string[]): Set<ControllerName> {
+  const decided = new Map<ControllerName, boolean>();
+  let star = false;
+  for (const raw of list) {
+    const entry = raw.trim();
+    if (entry === "*") {
+      star = true;
+      continue;
+    }
+    const disable = entry.startsWith("-");
+    const name = canonical.get(disable ? entry.slice(1) : entry);
+    if (!name) {
+      const known = CONTROLLERS.map((c) => c.name).join(", ");
+      throw new Error(`"${entry}" is not in the list of known controllers (${known}, or *)`);
+    }
+    if (!decided.has(name)) decided.set(name, !disable);
+  }
+  return new Set(CONTROLLERS.map((c) => c.name).filter((n) => decided.get(n) ?? star));
+}

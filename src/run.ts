@@ -1,0 +1,152 @@
+import { hostname } from "node:os";
+import { randomUUID } from "node:crypto";
+import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import type { RunConfig } from "./options.js";
+import { ApiClients, loadKubeConfig } from "./runtime/client.js";
+import { InformerFactory } from "./runtime/informer/index.js";
+import { LeaderElector } from "./runtime/leader-election.js";
+import { createLogger, type Logger } from "./runtime/logger.js";
+import { serve } from "./runtime/server.js";
+
+/**
+ * `kvc run`: serving, leader election, then the enabled controllers on shared informers. Losing the
+ * lease exits the process with code 1 (as kube-controller-manager does): a replica that may have
+ * stale state must not go on writing; its pod restarts and rejoins as a candidate.
+ */
+export async function run(config: RunConfig): Promise<void> {
+  const log = createLogger({ verbosity: config.verbosity, format: config.loggingFormat });
+  const kubeConfig = loadKubeConfig(config.kubeconfig, config.master);
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const clients = new ApiClients(kubeConfig, { qps: config.qps, burst: config.burst, registry });
+  const informers = new InformerFactory({ kubeConfig, logger: log });
+
+  // Shutdown order matters: controllers stop and finish their writes first; only then does the
+  // elector stop, releasing the lease so a standby takes over at once.
+  const stopControllers = new AbortController();
+  const stopElector = new AbortController();
+  let controllersDone: Promise<void> = Promise.resolve();
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      log.info({ signal }, "shutting down");
+      stopControllers.abort(new Error(`received ${signal}`));
+      void controllersDone.finally(() => {
+        stopElector.abort(new Error(`received ${signal}`));
+      });
+    });
+  }
+
+  let synced = false;
+  const elector =
+    config.leaderElection &&
+    newElector(config.leaderElection, clients, registry, log, stopElector.signal, (signal) => {
+      controllersDone = runControllers(AbortSignal.any([signal, stopControllers.signal])).catch(
+        (err: unknown) => {
+          if (signal.aborted || stopControllers.signal.aborted) return;
+          log.error({ err }, "controllers failed");
+          process.exit(1);
+        },
+      );
+    });
+  const server =
+    config.securePort > 0
+      ? await serve({
+          bindAddress: config.bindAddress,
+          port: config.securePort,
+          registry,
+          healthz: [
+            { name: "ping", check: () => {} },
+            ...(elector
+              ? [
+                  {
+                    name: "leaderElection",
+                    check: () => {
+                      const err = elector.check();
+                      if (err) throw err;
+                    },
+                  },
+                ]
+              : []),
+          ],
+          readyz: [
+            {
+              name: "informer-sync",
+              check: () => {
+                if (!synced) throw new Error("informers not synced");
+              },
+            },
+          ],
+        })
+      : undefined;
+  if (server)
+    log.info({ address: `${config.bindAddress}:${server.port}` }, "serving /metrics, /healthz, /readyz");
+
+  async function runControllers(signal: AbortSignal): Promise<void> {
+    const done = informers.start(signal);
+    await informers.waitForCacheSync(signal);
+    synced = true;
+    for (const name of config.controllers) {
+      log.warn({ controller: name }, "controller is not part of this build yet; not started");
+    }
+    await done;
+  }
+
+  try {
+    if (elector) await elector.run(stopElector.signal);
+    else {
+      controllersDone = runControllers(stopControllers.signal).catch((err: unknown) => {
+        if (!stopControllers.signal.aborted) throw err;
+      });
+      await controllersDone;
+    }
+  } finally {
+    await server?.close();
+  }
+}
+
+function newElector(
+  le: NonNullable<RunConfig["leaderElection"]>,
+  clients: ApiClients,
+  registry: Registry,
+  log: Logger,
+  shutdown: AbortSignal,
+  startControllers: (signal: AbortSignal) => void,
+): LeaderElector {
+  const status = new Gauge({
+    name: "leader_election_master_status",
+    help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
+    labelNames: ["name"] as const,
+    registers: [registry],
+  });
+  status.set({ name: le.name }, 0);
+  // As client-go: the identity is the hostname plus a unique suffix, so two replicas never share it.
+  const identity = `${hostname()}_${randomUUID()}`;
+  const lease = { name: le.name, namespace: le.namespace };
+  return new LeaderElector({
+    lock: { ...lease, identity },
+    coordination: clients.coordination,
+    leaseDurationMs: le.leaseDurationMs,
+    renewDeadlineMs: le.renewDeadlineMs,
+    retryPeriodMs: le.retryPeriodMs,
+    releaseOnCancel: true,
+    logger: log,
+    onStartedLeading: (signal) => {
+      log.info({ identity, lease }, "started leading");
+      startControllers(signal);
+    },
+    onStoppedLeading: () => {
+      if (shutdown.aborted) {
+        log.info({ identity, lease }, "stopped leading");
+        return;
+      }
+      log.error({ identity, lease }, "leaderelection lost");
+      process.exit(1);
+    },
+    onNewLeader: (holder) => {
+      if (holder !== identity) log.info({ holder, lease }, "new leader elected");
+    },
+    onLeaderStatus: (leading) => {
+      status.set({ name: le.name }, leading ? 1 : 0);
+    },
+  });
+}
