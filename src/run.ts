@@ -19,7 +19,12 @@ export async function run(config: RunConfig): Promise<void> {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const clients = new ApiClients(kubeConfig, { qps: config.qps, burst: config.burst, registry });
-  const informers = new InformerFactory({ kubeConfig, logger: log });
+  const informers = new InformerFactory({
+    kubeConfig,
+    apis: clients,
+    beforeWatch: () => clients.limiter.wait(),
+    logger: log,
+  });
 
   // Shutdown order matters: controllers stop and finish their writes first; only then does the
   // elector stop, releasing the lease so a standby takes over at once.

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { KubeConfig, type V1PersistentVolume } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, StorageV1Api, type V1PersistentVolume } from "@kubernetes/client-node";
 import { isGone } from "../../src/runtime/api-errors.js";
 import { clientListWatch, resources, type WatchEvent } from "../../src/runtime/informer/index.js";
 
@@ -68,9 +68,11 @@ describe("client-node lister-watcher", () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
+  const apis = () => ({ core: kc.makeApiClient(CoreV1Api), storage: kc.makeApiClient(StorageV1Api) });
   const lw = () =>
     clientListWatch<V1PersistentVolume>(
       kc,
+      apis(),
       resources.persistentVolumes,
       { labelSelector: "app=x" },
       {
@@ -119,6 +121,7 @@ describe("client-node lister-watcher", () => {
   test("a list request is cancelled by its signal", async () => {
     const hanging = clientListWatch<V1PersistentVolume>(
       kc,
+      apis(),
       resources.persistentVolumes,
       { labelSelector: "hang" },
       { watchInactivityTimeoutMs: 300 },

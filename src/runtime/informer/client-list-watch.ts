@@ -10,7 +10,7 @@ import {
 import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js";
 import { errorMessage } from "../api-errors.js";
 import type { ListerWatcher, WatchEvent, WatchStatus } from "./list-watch.js";
-import type { ResourceType, Scope } from "./resources.js";
+import type { ResourceApis, ResourceType, Scope } from "./resources.js";
 
 export interface ClientListWatchOptions {
   /**
@@ -18,16 +18,19 @@ export interface ClientListWatchOptions {
    * beyond the reflector's own (Clock-driven, testable) stall timeout and only backs it up.
    */
   watchInactivityTimeoutMs: number;
+  /** Waited on before each watch request, as client-go's rate limiter gates watches too. */
+  beforeWatch?: () => Promise<void>;
 }
 
 /** Lists and watches `resource` in `scope` over client-node: typed list calls, the Watch stream. */
 export function clientListWatch<T extends KubernetesObject>(
   kc: KubeConfig,
+  apis: ResourceApis,
   resource: ResourceType<T>,
   scope: Scope,
   opts: ClientListWatchOptions,
 ): ListerWatcher<T> {
-  const list = resource.lister(kc);
+  const list = resource.lister(apis);
   const watcher = new Watch(kc);
   // requestTimeoutMs is private in the typings but is the documented knob.
   Object.assign(watcher, { requestTimeoutMs: opts.watchInactivityTimeoutMs });
@@ -49,7 +52,8 @@ export function clientListWatch<T extends KubernetesObject>(
       };
     },
 
-    watch(watchOpts, onEvent, signal) {
+    async watch(watchOpts, onEvent, signal) {
+      await opts.beforeWatch?.();
       return new Promise((resolve, reject) => {
         let controller: AbortController | undefined;
         const stop = () => controller?.abort();

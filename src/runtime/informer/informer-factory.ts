@@ -1,24 +1,30 @@
-import type {
-  KubeConfig,
-  KubernetesObject,
-  V1CSIDriver,
-  V1CSINode,
-  V1Node,
-  V1PersistentVolume,
-  V1PersistentVolumeClaim,
-  V1Pod,
-  V1StorageClass,
-  V1VolumeAttachment,
+import {
+  CoreV1Api,
+  StorageV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1CSIDriver,
+  type V1CSINode,
+  type V1Node,
+  type V1PersistentVolume,
+  type V1PersistentVolumeClaim,
+  type V1Pod,
+  type V1StorageClass,
+  type V1VolumeAttachment,
 } from "@kubernetes/client-node";
 import { realClock, type Clock } from "../clock.js";
 import { clientListWatch } from "./client-list-watch.js";
 import { silentLogger, type LogSink } from "../logger.js";
 import * as resources from "./resources.js";
-import type { ResourceType, Scope } from "./resources.js";
+import type { ResourceApis, ResourceType, Scope } from "./resources.js";
 import { SharedInformer } from "./shared-informer.js";
 
 export interface InformerFactoryOptions {
   kubeConfig: KubeConfig;
+  /** Clients for LIST calls (default: plain ones from kubeConfig); pass ApiClients to share its limiter. */
+  apis?: ResourceApis;
+  /** Waited on before each WATCH request (e.g. the client limiter's wait). */
+  beforeWatch?: () => Promise<void>;
   clock?: Clock;
   logger?: LogSink;
   /** Default resync period of every handler; 0 (the default) for none. */
@@ -46,6 +52,8 @@ interface Runnable {
  */
 export class InformerFactory {
   readonly #kc: KubeConfig;
+  readonly #apis: ResourceApis;
+  readonly #beforeWatch: (() => Promise<void>) | undefined;
   readonly #clock: Clock;
   readonly #log: LogSink;
   readonly #resyncPeriodMs: number;
@@ -57,6 +65,11 @@ export class InformerFactory {
 
   constructor(opts: InformerFactoryOptions) {
     this.#kc = opts.kubeConfig;
+    this.#apis = opts.apis ?? {
+      core: opts.kubeConfig.makeApiClient(CoreV1Api),
+      storage: opts.kubeConfig.makeApiClient(StorageV1Api),
+    };
+    this.#beforeWatch = opts.beforeWatch;
     this.#clock = opts.clock ?? realClock;
     this.#log = opts.logger ?? silentLogger;
     this.#resyncPeriodMs = opts.resyncPeriodMs ?? 0;
@@ -108,8 +121,9 @@ export class InformerFactory {
     const name = [resource.plural, namespace, labelSelector, fieldSelector].filter(Boolean).join(" ");
     const informer = new SharedInformer<T>({
       name,
-      listerWatcher: clientListWatch(this.#kc, resource, scope, {
+      listerWatcher: clientListWatch(this.#kc, this.#apis, resource, scope, {
         watchInactivityTimeoutMs: this.#stallTimeoutMs + 30_000,
+        ...(this.#beforeWatch && { beforeWatch: this.#beforeWatch }),
       }),
       clock: this.#clock,
       logger: this.#log,

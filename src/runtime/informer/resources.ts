@@ -2,7 +2,6 @@ import {
   CoreV1Api,
   StorageV1Api,
   type ConfigurationOptions,
-  type KubeConfig,
   type KubernetesObject,
   type V1CSIDriver,
   type V1CSINode,
@@ -32,6 +31,12 @@ export type ListCall<T> = (
   options: ConfigurationOptions,
 ) => Promise<{ items: T[]; metadata?: V1ListMeta }>;
 
+/** The API groups informers list through; ApiClients (rate-limited, instrumented) fits. */
+export interface ResourceApis {
+  core: CoreV1Api;
+  storage: StorageV1Api;
+}
+
 /** A resource an informer can watch: its REST path and its typed client-node list call. */
 export interface ResourceType<T extends KubernetesObject> {
   /** "/api/v1" or "/apis/<group>/<version>". */
@@ -40,7 +45,7 @@ export interface ResourceType<T extends KubernetesObject> {
   readonly namespaced: boolean;
   /** client-node's model name, to decode watch events into the same typed objects lists return. */
   readonly model: string;
-  lister(kc: KubeConfig): ListCall<T>;
+  lister(apis: ResourceApis): ListCall<T>;
 }
 
 export const persistentVolumes: ResourceType<V1PersistentVolume> = {
@@ -48,8 +53,7 @@ export const persistentVolumes: ResourceType<V1PersistentVolume> = {
   plural: "persistentvolumes",
   namespaced: false,
   model: "V1PersistentVolume",
-  lister: (kc) => {
-    const api = kc.makeApiClient(CoreV1Api);
+  lister: ({ core: api }) => {
     return (q, o) => api.listPersistentVolume(q, o);
   },
 };
@@ -59,8 +63,7 @@ export const persistentVolumeClaims: ResourceType<V1PersistentVolumeClaim> = {
   plural: "persistentvolumeclaims",
   namespaced: true,
   model: "V1PersistentVolumeClaim",
-  lister: (kc) => {
-    const api = kc.makeApiClient(CoreV1Api);
+  lister: ({ core: api }) => {
     return ({ namespace, ...q }, o) =>
       namespace
         ? api.listNamespacedPersistentVolumeClaim({ namespace, ...q }, o)
@@ -73,8 +76,7 @@ export const pods: ResourceType<V1Pod> = {
   plural: "pods",
   namespaced: true,
   model: "V1Pod",
-  lister: (kc) => {
-    const api = kc.makeApiClient(CoreV1Api);
+  lister: ({ core: api }) => {
     return ({ namespace, ...q }, o) =>
       namespace ? api.listNamespacedPod({ namespace, ...q }, o) : api.listPodForAllNamespaces(q, o);
   },
@@ -85,8 +87,7 @@ export const nodes: ResourceType<V1Node> = {
   plural: "nodes",
   namespaced: false,
   model: "V1Node",
-  lister: (kc) => {
-    const api = kc.makeApiClient(CoreV1Api);
+  lister: ({ core: api }) => {
     return (q, o) => api.listNode(q, o);
   },
 };
@@ -96,8 +97,7 @@ export const storageClasses: ResourceType<V1StorageClass> = {
   plural: "storageclasses",
   namespaced: false,
   model: "V1StorageClass",
-  lister: (kc) => {
-    const api = kc.makeApiClient(StorageV1Api);
+  lister: ({ storage: api }) => {
     return (q, o) => api.listStorageClass(q, o);
   },
 };
@@ -107,8 +107,7 @@ export const volumeAttachments: ResourceType<V1VolumeAttachment> = {
   plural: "volumeattachments",
   namespaced: false,
   model: "V1VolumeAttachment",
-  lister: (kc) => {
-    const api = kc.makeApiClient(StorageV1Api);
+  lister: ({ storage: api }) => {
     return (q, o) => api.listVolumeAttachment(q, o);
   },
 };
@@ -118,8 +117,7 @@ export const csiDrivers: ResourceType<V1CSIDriver> = {
   plural: "csidrivers",
   namespaced: false,
   model: "V1CSIDriver",
-  lister: (kc) => {
-    const api = kc.makeApiClient(StorageV1Api);
+  lister: ({ storage: api }) => {
     return (q, o) => api.listCSIDriver(q, o);
   },
 };
@@ -129,8 +127,7 @@ export const csiNodes: ResourceType<V1CSINode> = {
   plural: "csinodes",
   namespaced: false,
   model: "V1CSINode",
-  lister: (kc) => {
-    const api = kc.makeApiClient(StorageV1Api);
+  lister: ({ storage: api }) => {
     return (q, o) => api.listCSINode(q, o);
   },
 };
