@@ -1,0 +1,42 @@
+import { randomUUID } from "node:crypto";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { V1PersistentVolume } from "@kubernetes/client-node";
+import type { ProvisionOptions, Provisioner } from "../plugin.js";
+
+/** Access modes of a provisioned volume when the claim asks for none. */
+const DEFAULT_ACCESS_MODES = ["ReadWriteOnce"];
+
+/**
+ * Creates `<baseDir>/<uuid>` on this machine and a PV pointing at it. The PV is only usable by pods
+ * on this node: single-node development and testing only.
+ */
+export class HostPathProvisioner implements Provisioner {
+  constructor(
+    private readonly pluginName: string,
+    private readonly baseDir: string,
+    private readonly options: ProvisionOptions,
+  ) {}
+
+  async provision(): Promise<V1PersistentVolume> {
+    const { pvc, pvName, reclaimPolicy } = this.options;
+    if (pvc.spec?.volumeMode === "Block") {
+      throw new Error(`${this.pluginName} does not support block volume provisioning`);
+    }
+    const path = join(this.baseDir, randomUUID());
+    const storage = pvc.spec?.resources?.requests?.storage;
+    const accessModes = pvc.spec?.accessModes?.length ? pvc.spec.accessModes : DEFAULT_ACCESS_MODES;
+    await mkdir(path, { recursive: true, mode: 0o750 });
+    return {
+      apiVersion: "v1",
+      kind: "PersistentVolume",
+      metadata: { name: pvName, annotations: { "kubernetes.io/createdby": "hostpath-dynamic-provisioner" } },
+      spec: {
+        persistentVolumeReclaimPolicy: reclaimPolicy,
+        accessModes: [...accessModes],
+        ...(storage !== undefined && { capacity: { storage } }),
+        hostPath: { path },
+      },
+    };
+  }
+}
