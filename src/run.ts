@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { newControllers } from "./controllers.js";
 import type { RunConfig } from "./options.js";
 import { ApiClients, loadKubeConfig } from "./runtime/client.js";
 import { InformerFactory } from "./runtime/informer/index.js";
@@ -86,14 +87,26 @@ export async function run(config: RunConfig): Promise<void> {
   if (server)
     log.info({ address: `${config.bindAddress}:${server.port}` }, "serving /metrics, /healthz, /readyz");
 
+  const { controllers, unavailable } = newControllers(config.controllers, {
+    clients,
+    informers,
+    logger: log,
+  });
+  for (const name of unavailable) {
+    log.warn({ controller: name }, "controller is not part of this build yet; not started");
+  }
+
   async function runControllers(signal: AbortSignal): Promise<void> {
     const done = informers.start(signal);
     await informers.waitForCacheSync(signal);
     synced = true;
-    for (const name of config.controllers) {
-      log.warn({ controller: name }, "controller is not part of this build yet; not started");
-    }
-    await done;
+    await Promise.all([
+      done,
+      ...[...controllers].map(([name, c]) => {
+        log.info({ controller: name }, "starting controller");
+        return c.run(signal);
+      }),
+    ]);
   }
 
   try {

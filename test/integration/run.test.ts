@@ -3,10 +3,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { CoordinationV1Api, V1MicroTime } from "@kubernetes/client-node";
+import { CoordinationV1Api, CoreV1Api, V1MicroTime } from "@kubernetes/client-node";
 import { probe } from "../../src/controlplane/https-probe.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { freePort } from "../../src/controlplane/ports.js";
+import { isNotFound } from "../../src/runtime/api-errors.js";
 import { waitFor } from "../../src/util/wait.js";
 
 const cli = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
@@ -89,6 +90,49 @@ describe("kvc run on the real control plane", () => {
     assert.equal(code, 0, kvc.logs());
     const released = await coordination.readNamespacedLease({ namespace: "default", name: "kvc-run-test" });
     assert.equal(released.spec?.holderIdentity ?? "", "", "the lease is released for a standby");
+  });
+
+  test("runs the protection controllers: unused claims and unbound volumes can be deleted", async () => {
+    const kvc = await startKvc("kvc-run-protection");
+    const core = cp.kubeConfig().makeApiClient(CoreV1Api);
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: "default",
+      body: {
+        metadata: { name: "run-unused" },
+        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+      },
+    });
+    await core.createPersistentVolume({
+      body: {
+        metadata: { name: "run-unbound" },
+        spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: "/tmp/x" } },
+      },
+    });
+    await core.deleteNamespacedPersistentVolumeClaim({ namespace: "default", name: "run-unused" });
+    await core.deletePersistentVolume({ name: "run-unbound" });
+    const gone = async (read: () => Promise<unknown>) => {
+      try {
+        await read();
+        return false;
+      } catch (err) {
+        if (isNotFound(err)) return true;
+        throw err;
+      }
+    };
+    await waitFor(
+      () =>
+        gone(() => core.readNamespacedPersistentVolumeClaim({ namespace: "default", name: "run-unused" })),
+      {
+        timeoutMs: 60_000,
+        what: "the unused PVC's protection finalizer to be removed",
+      },
+    );
+    await waitFor(() => gone(() => core.readPersistentVolume({ name: "run-unbound" })), {
+      timeoutMs: 60_000,
+      what: "the unbound PV's protection finalizer to be removed",
+    });
+    kvc.child.kill("SIGTERM");
+    assert.equal((await kvc.exited)[0], 0, kvc.logs());
   });
 
   test("losing the lease exits non-zero", async () => {

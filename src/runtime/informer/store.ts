@@ -62,7 +62,11 @@ export class Store<T extends KubernetesObject> implements Indexer<T> {
   /** Registers indexes, filing the objects already cached. Re-registering a name is an error. */
   addIndexers(indexers: Indexers<T>): void {
     for (const [name, fn] of Object.entries(indexers)) {
-      if (this.#indexes.has(name)) throw new Error(`index ${name} is already registered`);
+      // Controllers sharing an index (e.g. pods by claim) register the same function: a no-op, like
+      // client-go's AddIndexerIfNotPresent. A different function under a taken name is a bug.
+      const existing = this.#indexes.get(name);
+      if (existing?.fn === fn) continue;
+      if (existing) throw new Error(`index ${name} is already registered with another function`);
       const index = { name, fn, byValue: new Map<string, Set<string>>() };
       this.#indexes.set(name, index);
       for (const [key, obj] of this.#items) this.#file(index, key, obj);

@@ -1,0 +1,43 @@
+import type { ControllerName } from "./controller-names.js";
+import { PVCProtectionController } from "./protection/pvc-protection-controller.js";
+import { PVProtectionController } from "./protection/pv-protection-controller.js";
+import type { ApiClients } from "./runtime/client.js";
+import type { InformerFactory } from "./runtime/informer/index.js";
+import type { LogSink } from "./runtime/logger.js";
+
+export interface ControllerContext {
+  clients: ApiClients;
+  informers: InformerFactory;
+  logger: LogSink;
+}
+
+export interface Controller {
+  /** Works until `signal` aborts; resolves when the workers have stopped. */
+  run(signal: AbortSignal): Promise<void>;
+}
+
+/**
+ * How each controller is built. Constructors register their informers, indexers and handlers, so
+ * they must all run before the informer factory starts.
+ */
+const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => Controller>> = {
+  "persistentvolumeclaim-protection-controller": (ctx) =>
+    new PVCProtectionController({ clients: ctx.clients, informers: ctx.informers, logger: ctx.logger }),
+  "persistentvolume-protection-controller": (ctx) =>
+    new PVProtectionController({ clients: ctx.clients, informers: ctx.informers, logger: ctx.logger }),
+};
+
+/** Builds the enabled controllers; `unavailable` names those this build does not have yet. */
+export function newControllers(
+  enabled: Iterable<ControllerName>,
+  ctx: ControllerContext,
+): { controllers: Map<ControllerName, Controller>; unavailable: ControllerName[] } {
+  const controllers = new Map<ControllerName, Controller>();
+  const unavailable: ControllerName[] = [];
+  for (const name of enabled) {
+    const construct = CONSTRUCTORS[name];
+    if (construct) controllers.set(name, construct(ctx));
+    else unavailable.push(name);
+  }
+  return { controllers, unavailable };
+}

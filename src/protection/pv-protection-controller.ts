@@ -1,0 +1,132 @@
+import {
+  PatchStrategy,
+  setHeaderOptions,
+  type CoreV1Api,
+  type V1PersistentVolume,
+} from "@kubernetes/client-node";
+import { errorMessage, isConflict } from "../runtime/api-errors.js";
+import type { Clock } from "../runtime/clock.js";
+import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
+import { objectRef, type LogSink } from "../runtime/logger.js";
+import {
+  newRateLimitingQueue,
+  runWorkers,
+  type RateLimitingQueue,
+  type WorkqueueMetrics,
+} from "../runtime/workqueue/index.js";
+import {
+  addFinalizerPatch,
+  isDeletionCandidate,
+  needToAddFinalizer,
+  PV_PROTECTION_FINALIZER,
+  removeFinalizerPatch,
+} from "./finalizer.js";
+
+export interface PVProtectionControllerOptions {
+  clients: { core: Pick<CoreV1Api, "patchPersistentVolume"> };
+  informers: Pick<InformerFactory, "persistentVolumes">;
+  logger: LogSink;
+  clock?: Clock;
+  /** kube-controller-manager runs 1. */
+  workers?: number;
+  metrics?: WorkqueueMetrics;
+}
+
+/**
+ * Upstream isBeingUsed: a volume is in use while its status says Bound, which the PV controller
+ * keeps current; the claim side is protected by the pvc-protection controller.
+ */
+export function isVolumeBound(pv: V1PersistentVolume): boolean {
+  return pv.status?.phase === "Bound";
+}
+
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+/**
+ * The pv-protection controller: removes kubernetes.io/pv-protection from a volume being deleted
+ * once it is not bound, and adds the finalizer to volumes that lack it (created before the
+ * admission plugin was on).
+ */
+export class PVProtectionController {
+  readonly #core: PVProtectionControllerOptions["clients"]["core"];
+  readonly #pvs: SharedInformer<V1PersistentVolume>;
+  readonly #queue: RateLimitingQueue;
+  readonly #log: LogSink;
+  readonly #workers: number;
+
+  /** Registers the informer and its handler: call before the factory starts. */
+  constructor(opts: PVProtectionControllerOptions) {
+    this.#core = opts.clients.core;
+    this.#log = opts.logger;
+    this.#workers = opts.workers ?? 1;
+    this.#queue = newRateLimitingQueue({ name: "pvprotection", clock: opts.clock, metrics: opts.metrics });
+    this.#pvs = opts.informers.persistentVolumes();
+    this.#pvs.addEventHandler({
+      onAdd: (pv) => {
+        this.#pvAddedUpdated(pv);
+      },
+      onUpdate: (_, pv) => {
+        this.#pvAddedUpdated(pv);
+      },
+    });
+  }
+
+  /** Waits for the cache, then works until `signal` is aborted; resolves once the workers have stopped. */
+  async run(signal: AbortSignal): Promise<void> {
+    this.#log.info({ controller: "pv-protection" }, "Starting PV protection controller");
+    try {
+      const synced = await this.#pvs.waitForCacheSync(signal).then(
+        () => true,
+        () => false, // aborted
+      );
+      if (!synced) return;
+      await runWorkers(
+        this.#queue,
+        this.#workers,
+        async (name) => {
+          await this.#processPV(name);
+          this.#queue.forget(name);
+        },
+        signal,
+        (name, err) => {
+          this.#queue.addRateLimited(name);
+          // A conflict only means the cache was behind; the retry reads the newer volume.
+          const level = isConflict(err) ? "debug" : "error";
+          this.#log[level]({ pv: name, err: errorMessage(err) }, "processing PV failed; will retry");
+        },
+      );
+    } finally {
+      this.#queue.shutDown();
+      this.#log.info({ controller: "pv-protection" }, "Shutting down PV protection controller");
+    }
+  }
+
+  async #processPV(name: string): Promise<void> {
+    const pv = this.#pvs.store.get(name);
+    if (!pv) {
+      this.#log.debug({ pv: name }, "PV not found, ignoring");
+      return;
+    }
+    if (isDeletionCandidate(pv, PV_PROTECTION_FINALIZER)) {
+      if (!isVolumeBound(pv)) {
+        await this.#patchFinalizers(pv, removeFinalizerPatch(pv, PV_PROTECTION_FINALIZER));
+        this.#log.debug({ pv: objectRef(pv) }, "Removed protection finalizer from PV");
+        return;
+      }
+      this.#log.debug({ pv: objectRef(pv) }, "Keeping PV because it is being used");
+    }
+    if (needToAddFinalizer(pv, PV_PROTECTION_FINALIZER)) {
+      await this.#patchFinalizers(pv, addFinalizerPatch(pv, PV_PROTECTION_FINALIZER));
+      this.#log.debug({ pv: objectRef(pv) }, "Added protection finalizer to PV");
+    }
+  }
+
+  async #patchFinalizers(pv: V1PersistentVolume, body: object): Promise<void> {
+    await this.#core.patchPersistentVolume({ name: pv.metadata?.name ?? "", body }, mergePatch);
+  }
+
+  #pvAddedUpdated(pv: V1PersistentVolume): void {
+    if (needToAddFinalizer(pv, PV_PROTECTION_FINALIZER) || isDeletionCandidate(pv, PV_PROTECTION_FINALIZER))
+      this.#queue.add(objectKey(pv));
+  }
+}
