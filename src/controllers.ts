@@ -4,11 +4,13 @@ import { PVProtectionController } from "./protection/pv-protection-controller.js
 import type { ApiClients } from "./runtime/client.js";
 import type { InformerFactory } from "./runtime/informer/index.js";
 import type { LogSink } from "./runtime/logger.js";
+import type { WorkqueueMetrics } from "./runtime/workqueue/index.js";
 
 export interface ControllerContext {
   clients: ApiClients;
   informers: InformerFactory;
   logger: LogSink;
+  workqueueMetrics: WorkqueueMetrics;
 }
 
 export interface Controller {
@@ -22,10 +24,14 @@ export interface Controller {
  */
 const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => Controller>> = {
   "persistentvolumeclaim-protection-controller": (ctx) =>
-    new PVCProtectionController({ clients: ctx.clients, informers: ctx.informers, logger: ctx.logger }),
+    new PVCProtectionController({ ...common(ctx), metrics: ctx.workqueueMetrics }),
   "persistentvolume-protection-controller": (ctx) =>
-    new PVProtectionController({ clients: ctx.clients, informers: ctx.informers, logger: ctx.logger }),
+    new PVProtectionController({ ...common(ctx), metrics: ctx.workqueueMetrics }),
 };
+
+function common({ clients, informers, logger }: ControllerContext) {
+  return { clients, informers, logger };
+}
 
 /** Builds the enabled controllers; `unavailable` names those this build does not have yet. */
 export function newControllers(

@@ -8,6 +8,7 @@ import { InformerFactory } from "./runtime/informer/index.js";
 import { LeaderElector } from "./runtime/leader-election.js";
 import { createLogger, type Logger } from "./runtime/logger.js";
 import { serve } from "./runtime/server.js";
+import { WorkqueueMetrics } from "./runtime/workqueue/index.js";
 
 /**
  * `kvc run`: serving, leader election, then the enabled controllers on shared informers. Losing the
@@ -91,6 +92,7 @@ export async function run(config: RunConfig): Promise<void> {
     clients,
     informers,
     logger: log,
+    workqueueMetrics: new WorkqueueMetrics(registry),
   });
   for (const name of unavailable) {
     log.warn({ controller: name }, "controller is not part of this build yet; not started");
