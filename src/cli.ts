@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import yargs from "yargs";
 import { hideBin } from "yargs/helpers";
-import { RUN_FLAGS, toRunConfig } from "./options.js";
+import { DEV_FLAGS, RUN_FLAGS, toRunConfig } from "./options.js";
 import { versionInfo } from "./version.js";
 
 /** Usage errors (unknown flags, bad values) exit 2 with one line, never a stack trace. */
@@ -38,11 +38,21 @@ await yargs(hideBin(process.argv))
   )
   .command(
     "dev",
-    "Build (cached) and start an embedded etcd + kube-apiserver on loopback and say how to reach it.",
-    (y) => y,
-    async () => {
+    "Start an embedded etcd + kube-apiserver on loopback (built from source, cached) and run the controllers against it.",
+    (y) => y.options(DEV_FLAGS).strictOptions(),
+    async (argv) => {
+      let config;
+      try {
+        config = toRunConfig({ ...argv, "leader-elect": false });
+      } catch (err) {
+        fail((err as Error).message, USAGE_ERROR);
+      }
       const { runDev } = await import("./dev.js");
-      await runDev();
+      try {
+        await runDev(config);
+      } catch (err) {
+        fail(`error: ${(err as Error).message}`, 1);
+      }
     },
   )
   .command(

@@ -155,6 +155,13 @@ export const RUN_FLAGS = {
   },
 } as const satisfies Record<string, Options>;
 
+/** `kvc dev` takes the controller flags; the cluster and leader election are its own. */
+export const DEV_FLAGS = Object.fromEntries(
+  Object.entries(RUN_FLAGS)
+    .filter(([name, flag]) => flag.group !== "Leader election:" && name !== "kubeconfig" && name !== "master")
+    .map(([name, flag]) => [name, name === "bind-address" ? { ...flag, default: "127.0.0.1" } : flag]),
+) as Record<string, Options>;
+
 /** The validated `kvc run` configuration; durations in milliseconds. */
 export interface RunConfig {
   kubeconfig: string | undefined;
@@ -184,7 +191,7 @@ export interface RunConfig {
   loggingFormat: LoggingFormat;
 }
 
-type RunArgs = { [K in keyof typeof RUN_FLAGS]: unknown };
+type RunArgs = { [K in keyof typeof RUN_FLAGS]?: unknown };
 
 /** Turns parsed flags into a RunConfig, or throws one clear sentence naming the bad flag. */
 export function toRunConfig(argv: RunArgs): RunConfig {
@@ -215,32 +222,32 @@ export function toRunConfig(argv: RunArgs): RunConfig {
   } catch (err) {
     throw new Error(`--controllers: ${(err as Error).message}`, { cause: err });
   }
-  const leaseDurationMs = duration("leader-elect-lease-duration");
-  const renewDeadlineMs = duration("leader-elect-renew-deadline");
-  const retryPeriodMs = duration("leader-elect-retry-period");
-  const leaderElect = argv["leader-elect"] === true;
-  if (leaderElect && !(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > 1.2 * retryPeriodMs)) {
-    throw new Error(
-      "--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, which must exceed " +
-        `1.2 × --leader-elect-retry-period (got ${formatDuration(leaseDurationMs)}, ` +
-        `${formatDuration(renewDeadlineMs)}, ${formatDuration(retryPeriodMs)})`,
-    );
-  }
+  const leaderElection = () => {
+    const leaseDurationMs = duration("leader-elect-lease-duration");
+    const renewDeadlineMs = duration("leader-elect-renew-deadline");
+    const retryPeriodMs = duration("leader-elect-retry-period");
+    if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > 1.2 * retryPeriodMs)) {
+      throw new Error(
+        "--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, which must exceed " +
+          `1.2 × --leader-elect-retry-period (got ${formatDuration(leaseDurationMs)}, ` +
+          `${formatDuration(renewDeadlineMs)}, ${formatDuration(retryPeriodMs)})`,
+      );
+    }
+    return {
+      leaseDurationMs,
+      renewDeadlineMs,
+      retryPeriodMs,
+      name: String(argv["leader-elect-resource-name"]),
+      namespace: String(argv["leader-elect-resource-namespace"]),
+    };
+  };
   return {
     kubeconfig,
     master: optionalString("master"),
     controllers,
     qps: number("kube-api-qps", 0),
     burst: number("kube-api-burst", 1),
-    leaderElection: leaderElect
-      ? {
-          leaseDurationMs,
-          renewDeadlineMs,
-          retryPeriodMs,
-          name: String(argv["leader-elect-resource-name"]),
-          namespace: String(argv["leader-elect-resource-namespace"]),
-        }
-      : undefined,
+    leaderElection: argv["leader-elect"] === true ? leaderElection() : undefined,
     pvClaimBinderSyncPeriodMs: duration("pvclaimbinder-sync-period"),
     enableDynamicProvisioning: argv["enable-dynamic-provisioning"] === true,
     enableHostPathProvisioner: argv["enable-hostpath-provisioner"] === true,
