@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import {
-  ApiException,
   CoreV1Api,
   StorageV1Api,
   VersionApi,
@@ -10,31 +9,12 @@ import {
   type V1PersistentVolume,
   type V1PersistentVolumeClaim,
 } from "@kubernetes/client-node";
+import { waitGone } from "../support/api.js";
 import { binaryVersions } from "../../src/controlplane/binaries.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
 
 const ns = "default";
-
-function isNotFound(err: unknown): boolean {
-  return err instanceof ApiException && err.code === 404;
-}
-
-/** Resolves when `read` answers 404: deletes are asynchronous when finalizers are involved. */
-async function waitGone(what: string, read: () => Promise<unknown>): Promise<void> {
-  await waitFor(
-    async () => {
-      try {
-        await read();
-        return false;
-      } catch (err) {
-        if (isNotFound(err)) return true;
-        throw err;
-      }
-    },
-    { timeoutMs: 30_000, what: `${what} to be deleted` },
-  );
-}
 
 function pv(name: string, storageClassName = "manual"): V1PersistentVolume {
   return {

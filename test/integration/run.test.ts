@@ -1,68 +1,35 @@
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { CoordinationV1Api, CoreV1Api, V1MicroTime } from "@kubernetes/client-node";
 import { probe } from "../../src/controlplane/https-probe.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
-import { freePort } from "../../src/controlplane/ports.js";
-import { isNotFound } from "../../src/runtime/api-errors.js";
+import { waitGone } from "../support/api.js";
+import { killAllKvc, startKvc as startKvcProcess } from "../support/kvc-process.js";
 import { waitFor } from "../../src/util/wait.js";
-
-const cli = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
 
 describe("kvc run on the real control plane", () => {
   let cp: LocalControlPlane;
   let coordination: CoordinationV1Api;
-  const children: ChildProcess[] = [];
 
   before(async () => {
     cp = await LocalControlPlane.start();
     coordination = cp.kubeConfig().makeApiClient(CoordinationV1Api);
   });
   after(async () => {
-    for (const c of children) c.kill("SIGKILL");
+    killAllKvc();
     await cp.stop();
   });
 
-  async function startKvc(lease: string, ...extra: string[]) {
-    const port = await freePort();
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        cli,
-        "run",
-        `--kubeconfig=${cp.kubeconfigPath}`,
-        "--bind-address=127.0.0.1",
-        `--secure-port=${port}`,
-        "--leader-elect-resource-namespace=default",
-        `--leader-elect-resource-name=${lease}`,
-        ...extra,
-      ],
-      { stdio: ["ignore", "ignore", "pipe"] },
-    );
-    children.push(child);
-    let logs = "";
-    child.stderr.on("data", (c: Buffer) => (logs += c.toString()));
-    const exited = once(child, "exit") as Promise<[number | null, string | null]>;
-    return {
-      child,
-      port,
-      exited,
-      logs: () => logs,
-      url: (path: string) => `http://127.0.0.1:${port}${path}`,
-    };
-  }
+  const startKvc = (lease: string, ...extra: string[]) =>
+    startKvcProcess(cp.kubeconfigPath, [
+      "--leader-elect-resource-namespace=default",
+      `--leader-elect-resource-name=${lease}`,
+      ...extra,
+    ]);
 
   test("serves health and metrics, holds its Lease, and releases it on SIGTERM", async () => {
     const kvc = await startKvc("kvc-run-test");
-    await waitFor(async () => (await probe(kvc.url("/readyz"))).status === 200, {
-      timeoutMs: 60_000,
-      what: "/readyz to pass",
-    });
+    await kvc.ready();
     const healthz = await probe(kvc.url("/healthz?verbose"));
     assert.equal(healthz.status, 200);
     assert.match(healthz.body, /\[\+\]leaderElection ok/);
@@ -110,27 +77,10 @@ describe("kvc run on the real control plane", () => {
     });
     await core.deleteNamespacedPersistentVolumeClaim({ namespace: "default", name: "run-unused" });
     await core.deletePersistentVolume({ name: "run-unbound" });
-    const gone = async (read: () => Promise<unknown>) => {
-      try {
-        await read();
-        return false;
-      } catch (err) {
-        if (isNotFound(err)) return true;
-        throw err;
-      }
-    };
-    await waitFor(
-      () =>
-        gone(() => core.readNamespacedPersistentVolumeClaim({ namespace: "default", name: "run-unused" })),
-      {
-        timeoutMs: 60_000,
-        what: "the unused PVC's protection finalizer to be removed",
-      },
+    await waitGone("the unused PVC", () =>
+      core.readNamespacedPersistentVolumeClaim({ namespace: "default", name: "run-unused" }),
     );
-    await waitFor(() => gone(() => core.readPersistentVolume({ name: "run-unbound" })), {
-      timeoutMs: 60_000,
-      what: "the unbound PV's protection finalizer to be removed",
-    });
+    await waitGone("the unbound PV", () => core.readPersistentVolume({ name: "run-unbound" }));
     kvc.child.kill("SIGTERM");
     assert.equal((await kvc.exited)[0], 0, kvc.logs());
   });

@@ -1,0 +1,75 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { probe } from "../../src/controlplane/https-probe.js";
+import { freePort } from "../../src/controlplane/ports.js";
+import { waitFor } from "../../src/util/wait.js";
+
+const cli = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
+
+export interface KvcProcess {
+  child: ChildProcess;
+  port: number;
+  exited: Promise<[number | null, string | null]>;
+  logs(): string;
+  url(path: string): string;
+  /** Resolves once /readyz passes (informers synced). */
+  ready(timeoutMs?: number): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+
+/** The binder as upstream's integration tests run it: 1 s sync period, hostPath provisioning, no client limit. */
+export const BINDER_FLAGS = [
+  "--leader-elect=false",
+  "--pvclaimbinder-sync-period=1s",
+  "--enable-hostpath-provisioner",
+  "--kube-api-qps=-1",
+];
+
+/** `kvc run` as a separate process, as production runs it, serving on a free loopback port. */
+export async function startKvc(
+  kubeconfig: string,
+  args: readonly string[] = [],
+  env: Record<string, string> = {},
+): Promise<KvcProcess> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      cli,
+      "run",
+      `--kubeconfig=${kubeconfig}`,
+      "--bind-address=127.0.0.1",
+      `--secure-port=${port}`,
+      ...args,
+    ],
+    { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } },
+  );
+  running.add(child);
+  let logs = "";
+  child.stderr.on("data", (c: Buffer) => (logs += c.toString()));
+  const exited = once(child, "exit") as Promise<[number | null, string | null]>;
+  void exited.then(() => running.delete(child));
+  const url = (path: string) => `http://127.0.0.1:${port}${path}`;
+  return {
+    child,
+    port,
+    exited,
+    logs: () => logs,
+    url,
+    ready: async (timeoutMs = 60_000) => {
+      await waitFor(async () => (await probe(url("/readyz"))).status === 200, {
+        timeoutMs,
+        what: "kvc /readyz to pass",
+      });
+    },
+  };
+}
+
+/** SIGKILLs every kvc process still running (for after() hooks). */
+export function killAllKvc(): void {
+  for (const c of running) c.kill("SIGKILL");
+}
