@@ -6,7 +6,18 @@ const BINARY: Record<string, bigint> = {
   Pi: 1n << 50n,
   Ei: 1n << 60n,
 };
-const DECIMAL_EXP: Record<string, number> = { n: -9, u: -6, m: -3, "": 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+const DECIMAL_EXP: Record<string, number> = {
+  n: -9,
+  u: -6,
+  m: -3,
+  "": 0,
+  k: 3,
+  M: 6,
+  G: 9,
+  T: 12,
+  P: 15,
+  E: 18,
+};
 const NANO = 9;
 
 /**
@@ -15,8 +26,11 @@ const NANO = 9;
  * below a nano-unit round up, as Quantity does. Throws on anything resource.ParseQuantity rejects.
  */
 export function parseQuantity(text: string): bigint {
-  const m = /^([+-]?)(\d+\.?\d*|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE]([+-]?\d+))?$/.exec(text.trim());
-  if (!m || text.trim() === "") throw new Error(`quantity "${text}" does not match the regular expression of a Kubernetes quantity`);
+  const m = /^([+-]?)(\d+\.?\d*|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE]([+-]?\d+))?$/.exec(
+    text.trim(),
+  );
+  if (!m || text.trim() === "")
+    throw new Error(`quantity "${text}" does not match the regular expression of a Kubernetes quantity`);
   const [, sign = "", number = "", suffix = "", exponent] = m;
   const [whole = "", frac = ""] = number.split(".");
   const digits = BigInt((whole + frac).replace(/^0+(?=\d)/, "") || "0");

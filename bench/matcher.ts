@@ -1,0 +1,212 @@
+/**
+ * Claim-matching benchmark: VolumeIndex against the linear oracle (upstream's algorithm) on 1k, 10k
+ * and 100k Available PVs with realistic spreads. Prints a markdown table; asserts nothing.
+ *   npm run bench:matcher
+ */
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import { VolumeIndex } from "../src/persistentvolume/volume-index.js";
+import { bucketByAccessModes, findBestMatchLinear } from "../test/unit/matcher-reference.js";
+
+const SIZES = [1_000, 10_000, 100_000];
+const INDEX_LOOKUPS = 20_000;
+/** The linear matcher scans every PV, so it gets a fixed time budget's worth of lookups. */
+const LINEAR_LOOKUPS = (pvs: number): number => Math.max(50, Math.min(2_000, 2e7 / pvs));
+
+// Deterministic runs: mulberry32.
+let seed = 42;
+function random(): number {
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+function oneOf<T>(values: readonly T[]): T {
+  return values[Math.floor(random() * values.length)]!;
+}
+function pick<T>(weighted: readonly (readonly [T, number])[]): T {
+  let r = random() * weighted.reduce((sum, [, w]) => sum + w, 0);
+  for (const [value, w] of weighted) if ((r -= w) < 0) return value;
+  return weighted[0]![0];
+}
+
+const CLASSES = [
+  ["standard", 5],
+  ["fast", 3],
+  ["archive", 1],
+  ["local", 1],
+] as const;
+const RWO = "ReadWriteOnce";
+const MODES: readonly (readonly [readonly string[], number])[] = [
+  [[RWO], 5],
+  [[RWO, "ReadOnlyMany"], 2.5],
+  [["ReadWriteMany"], 1],
+  [[RWO, "ReadOnlyMany", "ReadWriteMany"], 1],
+  [["ReadWriteOncePod"], 0.5],
+];
+const COMMON_GI = [8, 10, 20, 50, 100, 500];
+
+/** 1Gi–1Ti log-uniform in whole Gi (so many equal sizes), a third snapped to common sizes. */
+function sizeGi(): number {
+  if (random() < 0.3) return oneOf(COMMON_GI);
+  return Math.max(1, Math.round(2 ** (random() * 10)));
+}
+
+function makeVolume(i: number): V1PersistentVolume {
+  const labels: Record<string, string> = {};
+  if (random() < 0.3) labels.zone = oneOf(["a", "b", "c"]);
+  if (random() < 0.1) labels.tier = "gold";
+  return {
+    metadata: { name: `pv-${String(i).padStart(6, "0")}`, labels },
+    spec: {
+      capacity: { storage: `${sizeGi()}Gi` },
+      accessModes: [...pick(MODES)],
+      storageClassName: pick(CLASSES),
+      volumeMode: random() < 0.9 ? "Filesystem" : "Block",
+      persistentVolumeReclaimPolicy: "Retain",
+    },
+    status: { phase: "Available" },
+  };
+}
+
+function makeClaim(i: number): V1PersistentVolumeClaim {
+  const claim: V1PersistentVolumeClaim = {
+    metadata: { name: `claim-${i}`, namespace: "bench", uid: `uid-${i}` },
+    spec: {
+      accessModes: [
+        pick<string>([
+          [RWO, 6],
+          ["ReadOnlyMany", 1],
+          ["ReadWriteMany", 2],
+          ["ReadWriteOncePod", 1],
+        ]),
+      ],
+      resources: { requests: { storage: random() < 0.02 ? "2Ti" : `${sizeGi()}Gi` } },
+      storageClassName: pick(CLASSES),
+      volumeMode: random() < 0.9 ? "Filesystem" : "Block",
+    },
+  };
+  const r = random();
+  if (r < 0.15) claim.spec!.selector = { matchLabels: { zone: "a" } };
+  else if (r < 0.2)
+    claim.spec!.selector = { matchExpressions: [{ key: "tier", operator: "In", values: ["gold"] }] };
+  return claim;
+}
+
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+function heapMB(): number {
+  gc();
+  return process.memoryUsage().heapUsed / 2 ** 20;
+}
+
+interface Row {
+  impl: string;
+  pvs: number;
+  buildMs: number;
+  heapMB: number;
+  lookups: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  mean: number;
+  matched: number;
+  agree?: string;
+}
+
+function timeLookups(
+  claims: readonly V1PersistentVolumeClaim[],
+  find: (claim: V1PersistentVolumeClaim) => V1PersistentVolume | undefined,
+): { micros: number[]; totalMs: number; results: (V1PersistentVolume | undefined)[] } {
+  for (const claim of claims.slice(0, 5_000)) find(claim); // let the JIT reach its optimizing tiers first
+  const micros: number[] = [];
+  const results: (V1PersistentVolume | undefined)[] = [];
+  const start = performance.now();
+  for (const claim of claims) {
+    const t = process.hrtime.bigint();
+    results.push(find(claim));
+    micros.push(Number(process.hrtime.bigint() - t) / 1000);
+  }
+  return { micros, totalMs: performance.now() - start, results };
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+function row(
+  impl: string,
+  pvs: number,
+  buildMs: number,
+  heap: number,
+  timed: ReturnType<typeof timeLookups>,
+): Row {
+  const sorted = [...timed.micros].sort((a, b) => a - b);
+  return {
+    impl,
+    pvs,
+    buildMs,
+    heapMB: heap,
+    lookups: sorted.length,
+    perSecond: (sorted.length / timed.totalMs) * 1000,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    mean: timed.micros.reduce((a, b) => a + b, 0) / sorted.length,
+    matched: timed.results.filter(Boolean).length / sorted.length,
+  };
+}
+
+const rows: Row[] = [];
+for (const n of SIZES) {
+  seed = n;
+  const volumes = Array.from({ length: n }, (_, i) => makeVolume(i));
+  const claims = Array.from({ length: INDEX_LOOKUPS }, (_, i) => makeClaim(i));
+
+  let before = heapMB();
+  let start = performance.now();
+  const index = new VolumeIndex();
+  for (const pv of volumes) index.add(pv);
+  const indexBuild = performance.now() - start;
+  const indexHeap = heapMB() - before;
+  const indexed = timeLookups(claims, (claim) => index.findBestMatch(claim, false).volume);
+  rows.push(row("VolumeIndex", n, indexBuild, indexHeap, indexed));
+
+  before = heapMB();
+  start = performance.now();
+  const buckets = bucketByAccessModes(volumes); // names ascending: the same tie rule
+  const linearBuild = performance.now() - start;
+  const linearHeap = heapMB() - before;
+  const sample = claims.slice(0, LINEAR_LOOKUPS(n));
+  const linear = timeLookups(sample, (claim) => findBestMatchLinear(claim, buckets, false).volume);
+  const same = sample.filter((_, i) => linear.results[i] === indexed.results[i]).length;
+  rows.push({
+    ...row("linear (upstream)", n, linearBuild, linearHeap, linear),
+    agree: `${same}/${sample.length}`,
+  });
+}
+
+const base = new Map(rows.filter((r) => r.pvs === SIZES[0]).map((r) => [r.impl, r.mean]));
+const fmt = (x: number, digits = 1): string => x.toFixed(digits);
+console.log(
+  `Node ${process.version}; all PVs Available; lookups are random claims (about 20% with a selector).\n`,
+);
+console.log(
+  "| matcher | PVs | build ms | index heap MB | lookups | lookups/s | µs p50 | µs p99 | µs mean | growth vs 1k | matched | same answer |",
+);
+console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+for (const r of rows) {
+  const growth = r.mean / (base.get(r.impl) ?? r.mean);
+  console.log(
+    `| ${r.impl} | ${r.pvs.toLocaleString("en")} | ${fmt(r.buildMs)} | ${fmt(r.heapMB)} | ${r.lookups} | ` +
+      `${Math.round(r.perSecond).toLocaleString("en")} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.mean, 2)} | ` +
+      `${fmt(growth, 2)}× | ${fmt(r.matched * 100, 0)}% | ${r.agree ?? ""} |`,
+  );
+}
+const speedups = SIZES.map((n) => {
+  const [ours, theirs] = ["VolumeIndex", "linear (upstream)"].map((impl) =>
+    rows.find((r) => r.impl === impl && r.pvs === n),
+  );
+  return `${n.toLocaleString("en")}: ${fmt((theirs?.mean ?? NaN) / (ours?.mean ?? NaN), 0)}×`;
+});
+console.log(`\nSpeed-up of VolumeIndex over the linear scan (mean µs per lookup) — ${speedups.join(", ")}`);

@@ -1,0 +1,321 @@
+import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import {
+  ACCESS_MODES,
+  accessModesKey,
+  accessModesMask,
+  claimKey,
+  claimRequest,
+  claimVAC,
+  compileLabelSelector,
+  getClaimClass,
+  getVolumeClass,
+  isVolumeBoundToClaim,
+  unknownAccessModes,
+  volumeCapacity,
+  volumeModeOf,
+  volumeVAC,
+  type LabelMatcher,
+} from "./pv-helpers.js";
+
+/**
+ * The PV controller's volume cache and its claim matcher: upstream's index.go findBestMatchForClaim +
+ * FindMatchingVolume on the controller path (no node, nothing excluded, VolumeAttributesClass on),
+ * answered without scanning every PV.
+ *
+ * Upstream walks access-mode buckets fewest modes first and, in the first bucket with any match,
+ * returns a volume pre-bound to the claim if there is one, else the smallest Available one. Here:
+ * - Available, unbound, not-deleting PVs with a valid capacity sit in groups keyed by
+ *   (access-mode mask, class, volumeMode, VAC), which are exactly upstream's equality filters, each
+ *   ordered by capacity: a lookup binary-searches the smallest fit and walks upward only past PVs the
+ *   claim's selector rejects.
+ * - PVs with a claimRef are found through a claimRef (namespace/name) index; the pre-bound filters
+ *   (capacity, volumeMode, VAC, deletion) are checked per candidate.
+ *
+ * Upstream leaves ties to map order. Our tie rules, one fixed execution of upstream:
+ * - buckets with the same number of modes are visited in ascending accessModesKey order
+ *   ("ROX" < "RWO" < "RWOP" < "RWX"; "RWO,ROX" < "RWO,RWOP" < "RWO,RWX" ...);
+ * - within a bucket, volumes are seen in ascending name order (JS string order), so equal capacities
+ *   go to the smallest name, and among several pre-bound volumes the smallest name wins.
+ *
+ * Entries are snapshots: a changed PV must be add()ed again (the controller replaces, never mutates).
+ */
+export class VolumeIndex {
+  readonly #byName = new Map<string, Entry>();
+  readonly #byClaimRef = new Map<string, Entry[]>();
+  readonly #available = new Map<string, CapacityOrder>();
+
+  get size(): number {
+    return this.#byName.size;
+  }
+
+  get(name: string): V1PersistentVolume | undefined {
+    return this.#byName.get(name)?.pv;
+  }
+
+  list(): V1PersistentVolume[] {
+    return Array.from(this.#byName.values(), (entry) => entry.pv);
+  }
+
+  /**
+   * Adds or replaces the PV by name. Answers a warning when the PV is unusable for matching (no name:
+   * not stored; no valid capacity: stored, never matched; unknown access modes: ignored, as upstream).
+   */
+  add(pv: V1PersistentVolume): string | undefined {
+    const name = pv.metadata?.name;
+    if (!name) return "persistent volume without metadata.name is not indexed";
+    this.delete(name);
+    const spec = pv.spec;
+    const capacity = volumeCapacity(pv);
+    const modes = accessModesMask(spec?.accessModes);
+    const ref = spec?.claimRef;
+    const claimRefKey = ref == null ? undefined : `${ref.namespace ?? ""}/${ref.name ?? ""}`;
+    const matchable =
+      ref == null &&
+      capacity !== undefined &&
+      pv.status?.phase === "Available" &&
+      pv.metadata?.deletionTimestamp == null;
+    let group: CapacityOrder | undefined;
+    if (matchable) {
+      const key = `${modes}:${groupAttributes(getVolumeClass(pv), volumeModeOf(spec), volumeVAC(pv))}`;
+      group = this.#available.get(key);
+      if (!group) this.#available.set(key, (group = new CapacityOrder(key)));
+    }
+    const entry: Entry = { pv, name, capacity, modes, group, claimRefKey };
+    this.#byName.set(name, entry);
+    if (group && isSized(entry)) group.insert(entry);
+    if (claimRefKey !== undefined) {
+      const list = this.#byClaimRef.get(claimRefKey);
+      if (list) list.push(entry);
+      else this.#byClaimRef.set(claimRefKey, [entry]);
+    }
+    if (capacity === undefined) {
+      const raw = describe(spec?.capacity?.storage);
+      return `persistent volume ${name} has no valid spec.capacity.storage (${raw}); it will not match any claim`;
+    }
+    const unknown = unknownAccessModes(spec?.accessModes);
+    if (unknown.length) return `persistent volume ${name} has unsupported access modes ${unknown.join(", ")}`;
+    return undefined;
+  }
+
+  delete(name: string): boolean {
+    const entry = this.#byName.get(name);
+    if (!entry) return false;
+    this.#byName.delete(name);
+    const { group, claimRefKey } = entry;
+    if (group && isSized(entry)) {
+      group.remove(entry);
+      if (group.isEmpty) this.#available.delete(group.key);
+    }
+    if (claimRefKey !== undefined) {
+      const list = this.#byClaimRef.get(claimRefKey) ?? [];
+      list.splice(list.indexOf(entry), 1);
+      if (list.length === 0) this.#byClaimRef.delete(claimRefKey);
+    }
+    return true;
+  }
+
+  /**
+   * findBestMatchForClaim. No volume and no error: nothing matches. An error: the claim cannot be
+   * matched at all (invalid selector, as upstream; or, where upstream would read zero or ignore bad
+   * input, a missing/unparsable storage request or an unknown access mode).
+   */
+  findBestMatch(claim: V1PersistentVolumeClaim, delayBinding: boolean): MatchResult {
+    const query = claimQuery(claim);
+    if (query instanceof Error) return { error: query.message };
+    const prebound = this.#prebound(claim, query);
+    const attributes = groupAttributes(query.storageClass, query.volumeMode, query.vac);
+    for (const mask of BUCKET_ORDER) {
+      if ((mask & query.modes) !== query.modes) continue;
+      if (prebound?.modes === mask) return { volume: prebound.pv };
+      // The PV controller leaves unbound volumes of WaitForFirstConsumer claims to the scheduler.
+      if (delayBinding) continue;
+      const found = this.#available
+        .get(`${mask}:${attributes}`)
+        ?.first(query.request, (entry) => query.selector(entry.pv.metadata?.labels));
+      if (found) return { volume: found.pv };
+    }
+    return {};
+  }
+
+  /** The pre-bound volume upstream would return first: earliest bucket, then smallest name. */
+  #prebound(claim: V1PersistentVolumeClaim, query: ClaimQuery): Entry | undefined {
+    let best: Entry | undefined;
+    for (const entry of this.#byClaimRef.get(query.key) ?? []) {
+      const { pv, capacity, modes } = entry;
+      if ((modes & query.modes) !== query.modes || !isVolumeBoundToClaim(pv, claim)) continue;
+      if (capacity === undefined || capacity < query.request) continue;
+      if (volumeModeOf(pv.spec) !== query.volumeMode || volumeVAC(pv) !== query.vac) continue;
+      if (pv.metadata?.deletionTimestamp != null) continue;
+      if (!best || visitedBefore(entry, best)) best = entry;
+    }
+    return best;
+  }
+}
+
+export interface MatchResult {
+  volume?: V1PersistentVolume;
+  error?: string;
+}
+
+interface Entry {
+  readonly pv: V1PersistentVolume;
+  readonly name: string;
+  /** Undefined when missing or unparsable: such a PV never matches. */
+  readonly capacity: bigint | undefined;
+  readonly modes: number;
+  /** The available group holding this PV, if it is Available, unbound and not being deleted. */
+  readonly group: CapacityOrder | undefined;
+  readonly claimRefKey: string | undefined;
+}
+
+/** What FindMatchingVolume reads from a claim, validated once per lookup. */
+interface ClaimQuery {
+  readonly key: string;
+  readonly request: bigint;
+  readonly modes: number;
+  readonly storageClass: string;
+  readonly volumeMode: string;
+  readonly vac: string;
+  readonly selector: LabelMatcher;
+}
+
+function claimQuery(claim: V1PersistentVolumeClaim): ClaimQuery | Error {
+  const key = claimKey(claim);
+  const selector = compileLabelSelector(claim.spec?.selector);
+  if (selector instanceof Error) {
+    return new Error(`error creating internal label selector for claim: ${key}: ${selector.message}`);
+  }
+  const unknown = unknownAccessModes(claim.spec?.accessModes);
+  if (unknown.length) {
+    return new Error(`claim ${key} requests unsupported access modes ${unknown.join(", ")}`);
+  }
+  const request = claimRequest(claim);
+  if (request === undefined) {
+    const raw = describe(claim.spec?.resources?.requests?.storage);
+    return new Error(`claim ${key} has no valid spec.resources.requests.storage (${raw})`);
+  }
+  return {
+    key,
+    request,
+    modes: accessModesMask(claim.spec?.accessModes),
+    storageClass: getClaimClass(claim),
+    volumeMode: volumeModeOf(claim.spec),
+    vac: claimVAC(claim),
+    selector,
+  };
+}
+
+/** Group keys are `${modes}:${attributes}`; JSON keeps them unambiguous (a collision would cross classes). */
+function groupAttributes(storageClass: string, volumeMode: string, vac: string): string {
+  return JSON.stringify([storageClass, volumeMode, vac]);
+}
+
+/** Every access-mode mask in visiting order: fewest modes first, then accessModesKey ascending. */
+const BUCKET_ORDER: readonly number[] = Array.from({ length: 1 << ACCESS_MODES.length }, (_, mask) => {
+  const modes = ACCESS_MODES.filter((_, bit) => mask & (1 << bit));
+  return { mask, count: modes.length, key: accessModesKey(modes) };
+})
+  .sort((a, b) => a.count - b.count || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+  .map(({ mask }) => mask);
+const BUCKET_RANK = new Map(BUCKET_ORDER.map((mask, rank) => [mask, rank]));
+
+/** Upstream's visiting order under our tie rules: by bucket, then by name. */
+function visitedBefore(a: Entry, b: Entry): boolean {
+  const byBucket = (BUCKET_RANK.get(a.modes) ?? 0) - (BUCKET_RANK.get(b.modes) ?? 0);
+  return byBucket < 0 || (byBucket === 0 && a.name < b.name);
+}
+
+const describe = (quantity: string | undefined): string =>
+  quantity === undefined ? "missing" : JSON.stringify(quantity);
+
+/** An entry with a valid capacity: the only kind an available group holds. */
+type Sized = Entry & { readonly capacity: bigint };
+const isSized = (entry: Entry): entry is Sized => entry.capacity !== undefined;
+
+/** (capacity, name) ascending; names are unique, so this is a total order. */
+function compare(a: Sized, b: Sized): number {
+  if (a.capacity !== b.capacity) return a.capacity < b.capacity ? -1 : 1;
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/** Chunks of at most 2·CHUNK entries keep an insert or removal from moving a whole 100k-PV group. */
+const CHUNK = 512;
+
+/** One group's PVs in (capacity, name) order, as a list of sorted chunks. */
+class CapacityOrder {
+  readonly #chunks: Sized[][] = [];
+
+  constructor(readonly key: string) {}
+
+  get isEmpty(): boolean {
+    return this.#chunks.length === 0;
+  }
+
+  insert(item: Sized): void {
+    const chunks = this.#chunks;
+    const c = Math.min(this.#chunkOf(item), chunks.length - 1);
+    const chunk = chunks[c];
+    if (!chunk) {
+      chunks.push([item]);
+      return;
+    }
+    chunk.splice(
+      lowerBound(chunk, (x) => compare(x, item) >= 0),
+      0,
+      item,
+    );
+    if (chunk.length > 2 * CHUNK) chunks.splice(c + 1, 0, chunk.splice(CHUNK));
+  }
+
+  remove(item: Sized): void {
+    const chunks = this.#chunks;
+    const c = this.#chunkOf(item);
+    const chunk = chunks[c];
+    if (!chunk) return;
+    const i = lowerBound(chunk, (x) => compare(x, item) >= 0);
+    if (chunk[i] !== item) return;
+    chunk.splice(i, 1);
+    const next = chunks[c + 1];
+    if (chunk.length === 0) chunks.splice(c, 1);
+    else if (next && chunk.length + next.length <= CHUNK) {
+      chunk.push(...next);
+      chunks.splice(c + 1, 1);
+    }
+  }
+
+  /** The smallest entry with capacity ≥ min that `accept` takes. */
+  first(min: bigint, accept: (entry: Entry) => boolean): Entry | undefined {
+    const chunks = this.#chunks;
+    let c = lowerBound(chunks, (chunk) => (chunk.at(-1)?.capacity ?? min) >= min);
+    const start = chunks[c];
+    let i = start ? lowerBound(start, (x) => x.capacity >= min) : 0;
+    for (; c < chunks.length; c++, i = 0) {
+      const chunk = chunks[c] ?? [];
+      for (; i < chunk.length; i++) {
+        const entry = chunk[i];
+        if (entry && accept(entry)) return entry;
+      }
+    }
+    return undefined;
+  }
+
+  /** The first chunk whose last item is ≥ item (chunks.length if none). */
+  #chunkOf(item: Sized): number {
+    return lowerBound(this.#chunks, (chunk) => {
+      const last = chunk.at(-1);
+      return last !== undefined && compare(last, item) >= 0;
+    });
+  }
+}
+
+/** The first index whose element satisfies `atOrAfter`, a predicate false-then-true over the list. */
+function lowerBound<T>(list: readonly T[], atOrAfter: (value: T) => boolean): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (atOrAfter(list[mid] as T)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
