@@ -1,0 +1,88 @@
+import type { KubernetesObject, V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import { deepFreeze, objectKey } from "../runtime/informer/store.js";
+import type { LogSink } from "../runtime/logger.js";
+import { VolumeIndex, type MatchResult } from "./volume-index.js";
+
+/**
+ * The controller's own view of PVs and PVCs: the last version it saw from the informers or wrote
+ * itself. Binding makes four writes whose watch events arrive later; without this cache a sync in
+ * between would see the informer's stale copies and try to redo (and conflict on) what was just
+ * written. Objects are frozen: copy before changing.
+ */
+export class ControllerCache {
+  /** PVs, indexed for matching. */
+  readonly #volumes = new VolumeIndex();
+  readonly #claims = new Map<string, V1PersistentVolumeClaim>();
+  readonly #log: LogSink;
+
+  constructor(log: LogSink) {
+    this.#log = log;
+  }
+
+  /**
+   * Stores `volume` unless the cache holds a newer version (storeObjectUpdate). Returns whether it
+   * was stored; throws when a resourceVersion is not an integer.
+   */
+  storeVolume(volume: V1PersistentVolume): boolean {
+    const name = objectKey(volume);
+    if (!isNewer(volume, this.#volumes.get(name), "volume")) return false;
+    const warning = this.#volumes.add(deepFreeze(volume));
+    if (warning) this.#log.warn({ volumeName: name }, warning);
+    return true;
+  }
+
+  /** As storeVolume, for claims. */
+  storeClaim(claim: V1PersistentVolumeClaim): boolean {
+    const key = objectKey(claim);
+    if (!isNewer(claim, this.#claims.get(key), "claim")) return false;
+    this.#claims.set(key, deepFreeze(claim));
+    return true;
+  }
+
+  /** The volume to bind the claim to, from the cached volumes (upstream findBestMatchForClaim). */
+  findBestMatch(claim: V1PersistentVolumeClaim, delayBinding: boolean): MatchResult {
+    return this.#volumes.findBestMatch(claim, delayBinding);
+  }
+
+  getVolume(name: string): V1PersistentVolume | undefined {
+    return this.#volumes.get(name);
+  }
+
+  /** The claim under "namespace/name". */
+  getClaim(key: string): V1PersistentVolumeClaim | undefined {
+    return this.#claims.get(key);
+  }
+
+  deleteVolume(name: string): void {
+    this.#volumes.delete(name);
+  }
+
+  deleteClaim(key: string): void {
+    this.#claims.delete(key);
+  }
+}
+
+/**
+ * Whether `obj` may replace `old`: yes when there is none or its resourceVersion is not older. Equal
+ * versions pass so that periodic resyncs are processed. resourceVersions are compared as integers,
+ * as upstream does ("10" is newer than "9"), although the API calls them opaque.
+ */
+function isNewer(obj: KubernetesObject, old: KubernetesObject | undefined, kind: string): boolean {
+  if (!old) return true;
+  const name = objectKey(obj);
+  const version = parseVersion(obj, `${kind} "${name}"`);
+  const oldVersion = parseVersion(old, `old ${kind} "${name}"`);
+  return version >= oldVersion;
+}
+
+const INT64 = /^[+-]?\d{1,19}$/;
+const INT64_MAX = 2n ** 63n - 1n;
+
+function parseVersion(obj: KubernetesObject, what: string): bigint {
+  const text = obj.metadata?.resourceVersion ?? "";
+  const value = INT64.test(text) ? BigInt(text) : undefined;
+  if (value === undefined || value > INT64_MAX || value < -INT64_MAX - 1n) {
+    throw new Error(`error parsing ResourceVersion "${text}" of ${what}`);
+  }
+  return value;
+}

@@ -1,0 +1,77 @@
+import type { Clock } from "../runtime/clock.js";
+import { errorMessage } from "../runtime/api-errors.js";
+import type { LogSink } from "../runtime/logger.js";
+
+/** upstream exponentialbackoff: the first wait after a failure, doubled per further failure ... */
+const INITIAL_BACKOFF_MS = 500;
+/** ... up to this (upstream's maxDurationBeforeRetry is 2m2s). */
+const MAX_BACKOFF_MS = 122_000;
+
+interface OperationState {
+  running: boolean;
+  /** Clock time of the last failure. */
+  failedAt: number;
+  /** 0 until the operation has failed. */
+  backoffMs: number;
+}
+
+/**
+ * Long-running provision/delete/recycle operations, one per name at a time, as upstream's
+ * goroutinemap with exponential backoff on error. A name stays known after a failure so the next
+ * schedule within the backoff is skipped; a success forgets it. Syncs never wait for an operation:
+ * they schedule it and return, and the operation's writes trigger the next sync.
+ *
+ * Concurrency is not bounded, as upstream's one goroutine per operation: operations spend their time
+ * waiting on the apiserver or a plugin, not on this process.
+ */
+export class OperationScheduler {
+  readonly #clock: Clock;
+  readonly #log: LogSink;
+  readonly #ops = new Map<string, OperationState>();
+  readonly #running = new Set<Promise<void>>();
+
+  constructor(clock: Clock, log: LogSink) {
+    this.#clock = clock;
+    this.#log = log;
+  }
+
+  /** Starts `operation` under `name` unless one is running or failed within its backoff. */
+  schedule(name: string, operation: () => Promise<void>): void {
+    const state = this.#ops.get(name);
+    if (state?.running) {
+      this.#log.debug({ operationName: name }, "Operation is already running, skipping");
+      return;
+    }
+    if (state && this.#clock.now() - state.failedAt <= state.backoffMs) {
+      this.#log.debug({ operationName: name }, "Operation postponed due to exponential backoff");
+      return;
+    }
+    const backoffMs = state?.backoffMs ?? 0;
+    this.#ops.set(name, { running: true, failedAt: state?.failedAt ?? 0, backoffMs });
+    // Asynchronous, like upstream's goroutine: schedule() returns before any of the operation runs.
+    const run = Promise.resolve()
+      .then(operation)
+      .then(
+        () => {
+          this.#ops.delete(name);
+        },
+        (err: unknown) => {
+          const next = backoffMs === 0 ? INITIAL_BACKOFF_MS : Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+          this.#ops.set(name, { running: false, failedAt: this.#clock.now(), backoffMs: next });
+          this.#log.error(
+            { operationName: name, err: errorMessage(err), retryAfterMs: next },
+            "Operation failed; no retries permitted until the backoff has passed",
+          );
+        },
+      )
+      .finally(() => {
+        this.#running.delete(run);
+      });
+    this.#running.add(run);
+  }
+
+  /** Resolves once no operation is running, including ones started meanwhile. */
+  async waitForCompletion(): Promise<void> {
+    while (this.#running.size > 0) await Promise.all(this.#running);
+  }
+}

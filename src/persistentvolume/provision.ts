@@ -1,0 +1,394 @@
+import type {
+  V1Node,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1StorageClass,
+} from "@kubernetes/client-node";
+import { errorMessage, isAlreadyExists, isNotFound } from "../runtime/api-errors.js";
+import { objectReference } from "../runtime/events/reference.js";
+import { sleep } from "../runtime/clock.js";
+import { objectRef } from "../runtime/logger.js";
+import type { ProvisionableVolumePlugin } from "../volume/plugin.js";
+import {
+  ANN_BETA_IS_DEFAULT_STORAGE_CLASS,
+  ANN_BETA_STORAGE_PROVISIONER,
+  ANN_BOUND_BY_CONTROLLER,
+  ANN_DYNAMICALLY_PROVISIONED,
+  ANN_IS_DEFAULT_STORAGE_CLASS,
+  ANN_MIGRATED_TO,
+  ANN_SELECTED_NODE,
+  ANN_STORAGE_PROVISIONER,
+  EventReason,
+  FINALIZER_IN_TREE_PV_PROTECTION,
+  ReclaimPolicy,
+  VolumePhase,
+} from "./annotations.js";
+import { hasAnnotation, removeAnnotation, setAnnotation } from "./bind.js";
+import type { BinderContext, CsiMigration } from "./pv-controller.js";
+import { BETA_STORAGE_CLASS_ANNOTATION, claimKey, getClaimClass } from "./pv-helpers.js";
+import { doDeleteVolume, findDeletablePlugin } from "./reclaim.js";
+
+/** Plugins with this prefix are in-tree: not finding one is an error, not a hand-off to an external provisioner. */
+const IN_TREE_PREFIX = "kubernetes.io/";
+/** The in-process CSI plugin: the only one that may provision from a dataSource. */
+const CSI_PLUGIN_NAME = "kubernetes.io/csi";
+
+/**
+ * Dynamic provisioning of a claim nothing matched: in this process by a volume plugin, or handed to
+ * an external provisioner by annotating the claim. Runs as an operation named after the claim, so a
+ * claim is provisioned at most once at a time and a failure backs off.
+ */
+export function provisionClaim(ctx: BinderContext, claim: V1PersistentVolumeClaim): void {
+  if (!ctx.options.enableDynamicProvisioning) return;
+  ctx.log.debug({ PVC: objectRef(claim) }, "provisionClaim: started");
+  let found: { plugin: ProvisionableVolumePlugin | undefined; storageClass: V1StorageClass };
+  try {
+    found = findProvisionablePlugin(ctx, claim);
+  } catch (err) {
+    // Retried on every syncUnboundClaim; the sync itself succeeds, as upstream.
+    ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, errorMessage(err));
+    ctx.log.error(
+      { PVC: objectRef(claim), err: errorMessage(err) },
+      "Error finding provisioning plugin for claim",
+    );
+    return;
+  }
+  const { plugin, storageClass } = found;
+  const name = `provision-${claimKey(claim)}[${claim.metadata?.uid ?? ""}]`;
+  ctx.operations.schedule(name, () =>
+    plugin
+      ? provisionClaimOperation(ctx, claim, plugin, storageClass)
+      : provisionClaimOperationExternal(ctx, claim, storageClass),
+  );
+}
+
+/**
+ * The claim's class and the in-process plugin for its provisioner, or no plugin when an external
+ * provisioner (or, for a migrated in-tree plugin, its CSI driver) is to do it.
+ */
+function findProvisionablePlugin(
+  ctx: BinderContext,
+  claim: V1PersistentVolumeClaim,
+): { plugin: ProvisionableVolumePlugin | undefined; storageClass: V1StorageClass } {
+  const className = getClaimClass(claim);
+  const storageClass = ctx.classes.get(className);
+  if (!storageClass) throw new Error(`storageclass.storage.k8s.io "${className}" not found`);
+  const provisioner = storageClass.provisioner;
+  if (ctx.migration.migratedDriver(provisioner) !== undefined) return { plugin: undefined, storageClass };
+  try {
+    return { plugin: ctx.plugins.findProvisionablePluginByName(provisioner), storageClass };
+  } catch (err) {
+    if (!provisioner.startsWith(IN_TREE_PREFIX)) return { plugin: undefined, storageClass };
+    throw err;
+  }
+}
+
+/** Provisions with an in-process plugin and creates the PV, pre-bound to the claim; the next syncClaim binds it. */
+async function provisionClaimOperation(
+  ctx: BinderContext,
+  claim: V1PersistentVolumeClaim,
+  plugin: ProvisionableVolumePlugin,
+  storageClass: V1StorageClass,
+): Promise<void> {
+  const claimClass = getClaimClass(claim);
+  const pluginName = plugin.name;
+  const log = { PVC: objectRef(claim), storageClassName: claimClass, pluginName };
+  ctx.log.debug(log, "provisionClaimOperation started");
+  if (pluginName !== CSI_PLUGIN_NAME && claim.spec?.dataSource) {
+    const message = `plugin "${pluginName}" is not a CSI plugin. Only CSI plugin can provision a claim with a datasource`;
+    ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, message);
+    throw new Error(message);
+  }
+  // The annotation external provisioners wait for, set here too for consistency.
+  claim = await setClaimProvisioner(ctx, claim, storageClass.provisioner);
+
+  // A previous operation may have created the PV (its name is deterministic) while we waited.
+  const pvName = `pvc-${claim.metadata?.uid ?? ""}`;
+  try {
+    await ctx.api.getVolume(pvName);
+    ctx.log.debug(log, "provisionClaimOperation: volume already exists, skipping");
+    return;
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+
+  const mountOptions = storageClass.mountOptions ?? [];
+  // Creating the PV would fail validation anyway.
+  if (!plugin.supportsMountOptions && mountOptions.length > 0) {
+    const message = `Mount options are not supported by the provisioner but StorageClass "${storageClass.metadata?.name ?? ""}" has mount options [${mountOptions.join(" ")}]`;
+    ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, message);
+    throw new Error(`provisioner "${pluginName}" doesn't support mount options`);
+  }
+
+  let provisioner;
+  try {
+    provisioner = plugin.newProvisioner({
+      pvName,
+      pvc: claim,
+      // The API defaults a class's reclaimPolicy to Delete.
+      reclaimPolicy: storageClass.reclaimPolicy ?? ReclaimPolicy.Delete,
+      mountOptions,
+      parameters: storageClass.parameters ?? {},
+    });
+  } catch (err) {
+    ctx.claimEvent(
+      claim,
+      "Warning",
+      EventReason.ProvisioningFailed,
+      `Failed to create provisioner: ${errorMessage(err)}`,
+    );
+    throw err;
+  }
+
+  let selectedNode: V1Node | undefined;
+  const nodeName = claim.metadata?.annotations?.[ANN_SELECTED_NODE];
+  if (nodeName !== undefined) {
+    selectedNode = ctx.nodes.get(nodeName);
+    if (!selectedNode) {
+      const message = `node "${nodeName}" not found`;
+      ctx.claimEvent(
+        claim,
+        "Warning",
+        EventReason.ProvisioningFailed,
+        `Failed to get target node: ${message}`,
+      );
+      throw new Error(message);
+    }
+  }
+
+  let volume: V1PersistentVolume;
+  try {
+    volume = structuredClone(await provisioner.provision(selectedNode, storageClass.allowedTopologies));
+  } catch (err) {
+    // Only a failure of the storage itself sends the claim back to the scheduler.
+    await rescheduleProvisioning(ctx, claim);
+    const message = `Failed to provision volume with StorageClass "${storageClass.metadata?.name ?? ""}": ${errorMessage(err)}`;
+    ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, message);
+    throw err;
+  }
+  const volumeName = volume.metadata?.name || pvName;
+  (volume.metadata ??= {}).name = volumeName;
+  volume.spec ??= {};
+  volume.spec.claimRef = objectReference(claim, "PersistentVolumeClaim");
+  volume.spec.storageClassName = claimClass;
+  // The apiserver resets a created PV's status to Pending; syncVolume then moves it to Bound.
+  (volume.status ??= {}).phase = VolumePhase.Bound;
+  setAnnotation(volume, ANN_BOUND_BY_CONTROLLER, "yes");
+  setAnnotation(volume, ANN_DYNAMICALLY_PROVISIONED, pluginName);
+  if (volume.spec.persistentVolumeReclaimPolicy === ReclaimPolicy.Delete) {
+    volume.metadata.finalizers = [FINALIZER_IN_TREE_PV_PROTECTION];
+  }
+
+  const { provisionRetries, provisionRetryIntervalMs } = ctx.options;
+  let createError: unknown;
+  for (let i = 0; i < provisionRetries; i++) {
+    try {
+      const saved = await ctx.api.createVolume(volume);
+      ctx.log.debug({ ...log, volumeName }, "Volume for claim saved");
+      storeProvisioned(ctx, saved);
+      createError = undefined;
+      break;
+    } catch (err) {
+      // The apiserver may have saved it and failed to answer.
+      if (isAlreadyExists(err)) {
+        ctx.log.debug({ ...log, volumeName }, "Volume for claim already exists, reusing");
+        createError = undefined;
+        break;
+      }
+      createError = err;
+      ctx.log.debug({ ...log, volumeName, err: errorMessage(err) }, "Failed to save volume for claim");
+      await sleep(ctx.clock, provisionRetryIntervalMs, ctx.signal);
+    }
+  }
+
+  if (createError === undefined) {
+    ctx.log.info({ ...log, volumeName }, "Volume provisioned for claim");
+    const message = `Successfully provisioned volume ${volumeName} using ${pluginName}`;
+    ctx.claimEvent(claim, "Normal", EventReason.ProvisioningSucceeded, message);
+    return;
+  }
+
+  // The storage exists but no PV describes it: delete the storage rather than leak it.
+  const key = claimKey(claim);
+  const failed = `Error creating provisioned PV object for claim ${key}: ${errorMessage(createError)}. Deleting the volume.`;
+  ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, failed);
+  let deleteError: unknown;
+  try {
+    const deleter = findDeletablePlugin(ctx, volume);
+    if (!deleter) {
+      // Unreachable: an in-process plugin provisioned it, so an in-process plugin deletes it.
+      ctx.log.error(log, "Error finding internal deleter for volume plugin");
+      return;
+    }
+    for (let i = 0; i < provisionRetries; i++) {
+      try {
+        await doDeleteVolume(ctx, deleter, volume);
+        deleteError = undefined;
+        ctx.log.debug({ ...log, volumeName }, "provisionClaimOperation: cleaning volume succeeded");
+        break;
+      } catch (err) {
+        deleteError = err;
+        ctx.log.debug({ volumeName, err: errorMessage(err) }, "Failed to delete volume");
+        await sleep(ctx.clock, provisionRetryIntervalMs, ctx.signal);
+      }
+    }
+  } catch (err) {
+    deleteError = err;
+  }
+  if (deleteError !== undefined) {
+    const message = `Error cleaning provisioned volume for claim ${key}: ${errorMessage(deleteError)}. Please delete manually.`;
+    ctx.claimEvent(claim, "Warning", EventReason.ProvisioningCleanupFailed, message);
+  }
+}
+
+/** A failed cache update is not an error: the informer's "added" event brings the PV soon. */
+function storeProvisioned(ctx: BinderContext, volume: V1PersistentVolume): void {
+  try {
+    ctx.cache.storeVolume(volume);
+  } catch (err) {
+    ctx.log.debug(
+      { volumeName: volume.metadata?.name, err: errorMessage(err) },
+      "cannot update internal cache",
+    );
+  }
+}
+
+/** Annotates the claim for its external provisioner (or the migrated CSI driver) and says so in an event. */
+async function provisionClaimOperationExternal(
+  ctx: BinderContext,
+  claim: V1PersistentVolumeClaim,
+  storageClass: V1StorageClass,
+): Promise<void> {
+  const provisionerName = ctx.migration.migratedDriver(storageClass.provisioner) ?? storageClass.provisioner;
+  try {
+    claim = await setClaimProvisioner(ctx, claim, provisionerName);
+  } catch (err) {
+    ctx.claimEvent(
+      claim,
+      "Warning",
+      EventReason.ProvisioningFailed,
+      `Error saving claim: ${errorMessage(err)}`,
+    );
+    throw err;
+  }
+  const message =
+    `Waiting for a volume to be created either by the external provisioner '${provisionerName}' ` +
+    "or manually by the system administrator. If volume creation is delayed, please verify that " +
+    "the provisioner is running and correctly registered.";
+  ctx.claimEvent(claim, "Normal", EventReason.ExternalProvisioning, message);
+}
+
+/** Writes both storage-provisioner annotations (and migrated-to) unless already set. */
+async function setClaimProvisioner(
+  ctx: BinderContext,
+  claim: V1PersistentVolumeClaim,
+  provisionerName: string,
+): Promise<V1PersistentVolumeClaim> {
+  if (claim.metadata?.annotations?.[ANN_STORAGE_PROVISIONER] === provisionerName) return claim;
+  const clone = structuredClone(claim);
+  // TODO(upstream): drop the beta annotation after its deprecation period.
+  setAnnotation(clone, ANN_BETA_STORAGE_PROVISIONER, provisionerName);
+  setAnnotation(clone, ANN_STORAGE_PROVISIONER, provisionerName);
+  updateMigrationAnnotations(ctx.migration, clone.metadata?.annotations, true);
+  const saved = await ctx.api.updateClaim(clone);
+  ctx.cache.storeClaim(saved);
+  return saved;
+}
+
+/** Hands a failed WaitForFirstConsumer provisioning back to the scheduler by dropping selected-node. */
+async function rescheduleProvisioning(ctx: BinderContext, claim: V1PersistentVolumeClaim): Promise<void> {
+  if (!hasAnnotation(claim, ANN_SELECTED_NODE)) return;
+  const clone = structuredClone(claim);
+  removeAnnotation(clone, ANN_SELECTED_NODE);
+  let saved: V1PersistentVolumeClaim;
+  try {
+    saved = await ctx.api.updateClaim(clone);
+  } catch (err) {
+    ctx.log.debug(
+      { PVC: objectRef(claim), err: errorMessage(err) },
+      "Failed to delete annotation selected-node",
+    );
+    return;
+  }
+  try {
+    ctx.cache.storeClaim(saved);
+  } catch (err) {
+    ctx.log.debug({ PVC: objectRef(claim), err: errorMessage(err) }, "cannot update internal cache");
+  }
+}
+
+/**
+ * Sets or removes migrated-to on a claim's or volume's annotations (a copy) from its provisioner
+ * (storage-provisioner on a claim, provisioned-by on a volume) and whether that plugin is migrated
+ * to CSI. Answers whether anything changed.
+ */
+export function updateMigrationAnnotations(
+  migration: CsiMigration,
+  annotations: Record<string, string> | undefined,
+  claim: boolean,
+): boolean {
+  if (!annotations) return false;
+  const keys = claim
+    ? [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER]
+    : [ANN_DYNAMICALLY_PROVISIONED];
+  const key = keys.find((k) => Object.hasOwn(annotations, k));
+  if (key === undefined) return false;
+  const provisioner = annotations[key] ?? "";
+  const migratedTo = annotations[ANN_MIGRATED_TO] ?? "";
+  const driver = migration.migratedDriver(provisioner);
+  if (driver !== undefined) {
+    if (migratedTo === driver) return false;
+    annotations[ANN_MIGRATED_TO] = driver;
+    return true;
+  }
+  // Migration was rolled back for this plugin.
+  if (migratedTo === "") return false;
+  Reflect.deleteProperty(annotations, ANN_MIGRATED_TO);
+  return true;
+}
+
+/**
+ * Gives a claim that asked for no class at all the default class, so that it can be provisioned.
+ * Answers whether the claim was updated (the sync then stops; the update triggers the next one).
+ */
+export async function assignDefaultStorageClass(
+  ctx: BinderContext,
+  claim: V1PersistentVolumeClaim,
+): Promise<boolean> {
+  if (hasAnnotation(claim, BETA_STORAGE_CLASS_ANNOTATION) || claim.spec?.storageClassName !== undefined)
+    return false;
+  const storageClass = defaultStorageClass(ctx.classes.list());
+  if (!storageClass) {
+    ctx.log.debug(
+      { PVC: objectRef(claim) },
+      "Can not assign storage class to PersistentVolumeClaim: default storage class not found",
+    );
+    return false;
+  }
+  const storageClassName = storageClass.metadata?.name ?? "";
+  const clone = structuredClone(claim);
+  (clone.spec ??= {}).storageClassName = storageClassName;
+  const saved = await ctx.api.updateClaim(clone);
+  // Upstream leaves the cache to the watch event; caching our own write is what every other write does.
+  ctx.cache.storeClaim(saved);
+  ctx.log.debug(
+    { PVC: objectRef(claim), storageClassName },
+    "Successfully assigned StorageClass to PersistentVolumeClaim",
+  );
+  return true;
+}
+
+/** util.GetDefaultClass: of the classes marked default, the newest; equally new ones by name. */
+export function defaultStorageClass(classes: readonly V1StorageClass[]): V1StorageClass | undefined {
+  const isDefault = (c: V1StorageClass) =>
+    c.metadata?.annotations?.[ANN_IS_DEFAULT_STORAGE_CLASS] === "true" ||
+    c.metadata?.annotations?.[ANN_BETA_IS_DEFAULT_STORAGE_CLASS] === "true";
+  const created = (c: V1StorageClass) => {
+    const t = c.metadata?.creationTimestamp;
+    return t === undefined ? -Infinity : new Date(t).getTime();
+  };
+  const name = (c: V1StorageClass) => c.metadata?.name ?? "";
+  return classes
+    .filter(isDefault)
+    .sort((a, b) => created(b) - created(a) || (name(a) < name(b) ? -1 : name(a) > name(b) ? 1 : 0))[0];
+}

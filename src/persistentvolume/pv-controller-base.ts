@@ -1,0 +1,183 @@
+import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import { realClock, type Clock } from "../runtime/clock.js";
+import type { ApiClients } from "../runtime/client.js";
+import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
+import type { LogSink } from "../runtime/logger.js";
+import {
+  newRateLimitingQueue,
+  runWorkers,
+  type RateLimitingQueue,
+  type WorkqueueMetrics,
+} from "../runtime/workqueue/index.js";
+import { POD_PVC_INDEX, podPVCKeys } from "../protection/pod-usage.js";
+import type { VolumePluginManager } from "../volume/plugin-manager.js";
+import { CoreV1BinderApi } from "./binder-api.js";
+import { pauseAfterBindWrite } from "./crash-seam.js";
+import { PersistentVolumeController, type EventSink } from "./pv-controller.js";
+
+export interface PersistentVolumeBinderOptions {
+  clients: Pick<ApiClients, "core">;
+  informers: InformerFactory;
+  plugins: VolumePluginManager;
+  events: EventSink;
+  logger: LogSink;
+  clock?: Clock;
+  workqueueMetrics?: WorkqueueMetrics;
+  /** --pvclaimbinder-sync-period: every claim, then every volume, is re-queued this often. */
+  resyncPeriodMs: number;
+  /** --enable-dynamic-provisioning. */
+  enableDynamicProvisioning: boolean;
+  /** Crash-safety tests only: see crash-seam.ts. */
+  pauseAfterBindWrite?: number;
+}
+
+/**
+ * The binder's machinery around PersistentVolumeController (upstream pv_controller_base.go): the
+ * shared informers feed two queues, "claims" and "volumes", each drained by one worker so syncs of
+ * one kind never overlap; a periodic resync re-queues everything. A worker reads the key's object
+ * from the informer; an object the informer no longer has is a delete, handled with the
+ * controller's cached copy. As upstream v1.37, a failed sync is re-queued rate-limited (5 ms doubling
+ * per key, with a global bucket) and a good one forgets the key; operations carry their own backoff.
+ */
+export class PersistentVolumeBinder {
+  readonly #volumes: SharedInformer<V1PersistentVolume>;
+  readonly #claims: SharedInformer<V1PersistentVolumeClaim>;
+  readonly #synced: Pick<SharedInformer<never>, "waitForCacheSync">[];
+  readonly #volumeQueue: RateLimitingQueue;
+  readonly #claimQueue: RateLimitingQueue;
+  readonly #controller: PersistentVolumeController;
+  readonly #clock: Clock;
+  readonly #resyncPeriodMs: number;
+
+  constructor(opts: PersistentVolumeBinderOptions) {
+    this.#clock = opts.clock ?? realClock;
+    this.#resyncPeriodMs = opts.resyncPeriodMs;
+    const { informers } = opts;
+    this.#volumes = informers.persistentVolumes();
+    this.#claims = informers.persistentVolumeClaims();
+    const classes = informers.storageClasses();
+    const pods = informers.pods();
+    const nodes = informers.nodes();
+    pods.addIndexers({ [POD_PVC_INDEX]: podPVCKeys });
+    this.#synced = [this.#volumes, this.#claims, classes, pods, nodes];
+
+    const metrics = opts.workqueueMetrics;
+    this.#volumeQueue = newRateLimitingQueue({ name: "volumes", clock: this.#clock, metrics });
+    this.#claimQueue = newRateLimitingQueue({ name: "claims", clock: this.#clock, metrics });
+    const enqueueVolume = (name: string) => {
+      this.#volumeQueue.add(name);
+    };
+    const enqueueClaim = (key: string) => {
+      this.#claimQueue.add(key);
+    };
+    this.#volumes.addEventHandler({
+      onAdd: (pv) => {
+        enqueueVolume(objectKey(pv));
+      },
+      onUpdate: (_old, pv) => {
+        enqueueVolume(objectKey(pv));
+      },
+      onDelete: (pv) => {
+        enqueueVolume(objectKey(pv));
+      },
+    });
+    this.#claims.addEventHandler({
+      onAdd: (pvc) => {
+        enqueueClaim(objectKey(pvc));
+      },
+      onUpdate: (_old, pvc) => {
+        enqueueClaim(objectKey(pvc));
+      },
+      onDelete: (pvc) => {
+        enqueueClaim(objectKey(pvc));
+      },
+    });
+
+    this.#controller = new PersistentVolumeController({
+      api: opts.pauseAfterBindWrite
+        ? pauseAfterBindWrite(new CoreV1BinderApi(opts.clients.core), opts.pauseAfterBindWrite, opts.logger)
+        : new CoreV1BinderApi(opts.clients.core),
+      classes: classes.store,
+      claims: this.#claims.store,
+      volumes: this.#volumes.store,
+      nodes: nodes.store,
+      pods: pods.store,
+      events: opts.events,
+      plugins: opts.plugins,
+      clock: this.#clock,
+      log: opts.logger,
+      enqueueClaim,
+      enqueueVolume,
+      options: { enableDynamicProvisioning: opts.enableDynamicProvisioning },
+    });
+  }
+
+  /** Waits for the informers, fills the controller's cache, then works until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    await Promise.all(this.#synced.map((i) => i.waitForCacheSync(signal)));
+    this.#controller.initializeCaches(this.#volumes.store.list(), this.#claims.store.list());
+    const stopResync = this.#scheduleResync();
+    // The controller has logged the sync error already.
+    const retry = (queue: RateLimitingQueue) => (key: string) => {
+      queue.addRateLimited(key);
+    };
+    const forgetting =
+      (queue: RateLimitingQueue, work: (key: string) => Promise<void>) => async (key: string) => {
+        await work(key);
+        queue.forget(key);
+      };
+    try {
+      await Promise.all([
+        runWorkers(
+          this.#volumeQueue,
+          1,
+          forgetting(this.#volumeQueue, (name) => this.#volumeWorker(name)),
+          signal,
+          retry(this.#volumeQueue),
+        ),
+        runWorkers(
+          this.#claimQueue,
+          1,
+          forgetting(this.#claimQueue, (key) => this.#claimWorker(key)),
+          signal,
+          retry(this.#claimQueue),
+        ),
+      ]);
+    } finally {
+      stopResync();
+      await this.#controller.shutdown();
+    }
+  }
+
+  async #volumeWorker(name: string): Promise<void> {
+    const volume = this.#volumes.store.get(name);
+    if (volume) {
+      await this.#controller.updateVolume(structuredClone(volume));
+      return;
+    }
+    const cached = this.#controller.cachedVolume(name);
+    if (cached) this.#controller.deleteVolume(cached);
+  }
+
+  async #claimWorker(key: string): Promise<void> {
+    const claim = this.#claims.store.get(key);
+    if (claim) {
+      await this.#controller.updateClaim(structuredClone(claim));
+      return;
+    }
+    const cached = this.#controller.cachedClaim(key);
+    if (cached) this.#controller.deleteClaim(cached);
+  }
+
+  #scheduleResync(): () => void {
+    let cancel = () => {};
+    const tick = () => {
+      this.#controller.resync();
+      cancel = this.#clock.setTimer(tick, this.#resyncPeriodMs);
+    };
+    cancel = this.#clock.setTimer(tick, this.#resyncPeriodMs);
+    return () => {
+      cancel();
+    };
+  }
+}

@@ -1,0 +1,297 @@
+import type {
+  V1Node,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1StorageClass,
+} from "@kubernetes/client-node";
+import { errorMessage, isConflict } from "../runtime/api-errors.js";
+import type { Clock } from "../runtime/clock.js";
+import type { EventType } from "../runtime/events/recorder.js";
+import { objectReference, type EventSubject } from "../runtime/events/reference.js";
+import { objectKey } from "../runtime/informer/store.js";
+import { objectRef, type LogSink } from "../runtime/logger.js";
+import { isPodTerminated, POD_PVC_INDEX } from "../protection/pod-usage.js";
+import type { VolumePluginManager } from "../volume/plugin-manager.js";
+import { syncClaim } from "./claim-sync.js";
+import { ControllerCache } from "./controller-cache.js";
+import { OperationScheduler } from "./operations.js";
+import { claimKey } from "./pv-helpers.js";
+import { syncVolume } from "./volume-sync.js";
+
+/**
+ * The API writes and reads of the binder. Every update sends the object's resourceVersion, so a
+ * stale write fails with a 409 Conflict; errors are client-node's ApiException (see api-errors).
+ */
+export interface BinderApi {
+  getVolume(name: string): Promise<V1PersistentVolume>;
+  createVolume(volume: V1PersistentVolume): Promise<V1PersistentVolume>;
+  updateVolume(volume: V1PersistentVolume): Promise<V1PersistentVolume>;
+  updateVolumeStatus(volume: V1PersistentVolume): Promise<V1PersistentVolume>;
+  deleteVolume(name: string): Promise<void>;
+  getClaim(namespace: string, name: string): Promise<V1PersistentVolumeClaim>;
+  updateClaim(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim>;
+  updateClaimStatus(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim>;
+}
+
+/** The read side of an informer cache; objects are shared and frozen. Keys: "name" or "namespace/name". */
+export interface Lister<T> {
+  get(key: string): T | undefined;
+  list(): T[];
+}
+
+/** The pod informer's cache with the POD_PVC_INDEX index (protection/pod-usage) registered. */
+export interface PodIndexer {
+  byIndex(indexName: string, value: string): V1Pod[];
+}
+
+/** Where events go; the production EventRecorder fits. */
+export interface EventSink {
+  event(subject: EventSubject, type: EventType, reason: string, message: string): void;
+}
+
+/** The plugin lookups the binder makes; VolumePluginManager fits. */
+export type PluginFinder = Pick<
+  VolumePluginManager,
+  | "findProvisionablePluginByName"
+  | "findDeletablePluginByName"
+  | "findDeletablePluginBySpec"
+  | "findRecyclablePluginBySpec"
+>;
+
+/** CSI migration: which in-tree plugins are served by a CSI driver instead (csimigration.PluginManager). */
+export interface CsiMigration {
+  /** The CSI driver replacing in-tree plugin `pluginName`, or undefined when it is not migrated. */
+  migratedDriver(pluginName: string): string | undefined;
+}
+
+/** Upstream v1.37's migrated plugins: every in-tree plugin with a CSI replacement, all locked on. */
+const MIGRATED_PLUGINS: Readonly<Record<string, string>> = {
+  "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
+  "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
+  "kubernetes.io/azure-file": "file.csi.azure.com",
+  "kubernetes.io/azure-disk": "disk.csi.azure.com",
+  "kubernetes.io/cinder": "cinder.csi.openstack.org",
+  "kubernetes.io/vsphere-volume": "csi.vsphere.vmware.com",
+  "kubernetes.io/portworx-volume": "pxd.portworx.com",
+};
+
+export const inTreeCsiMigration: CsiMigration = {
+  migratedDriver: (pluginName) =>
+    Object.hasOwn(MIGRATED_PLUGINS, pluginName) ? MIGRATED_PLUGINS[pluginName] : undefined,
+};
+
+export interface PersistentVolumeControllerOptions {
+  /** --enable-dynamic-provisioning. */
+  enableDynamicProvisioning: boolean;
+  /** Attempts to create a provisioned PV object, and to delete its storage if all fail (upstream 5). */
+  provisionRetries?: number;
+  /** Wait between those attempts (upstream 10 s). */
+  provisionRetryIntervalMs?: number;
+}
+
+export interface PersistentVolumeControllerDeps {
+  api: BinderApi;
+  /** Informer-backed listers. */
+  classes: Lister<V1StorageClass>;
+  claims: Lister<V1PersistentVolumeClaim>;
+  volumes: Lister<V1PersistentVolume>;
+  nodes: Lister<V1Node>;
+  pods: PodIndexer;
+  events: EventSink;
+  plugins: PluginFinder;
+  clock: Clock;
+  log: LogSink;
+  /** Adds a claim key ("namespace/name") / volume name to the controller's work queues. */
+  enqueueClaim(key: string): void;
+  enqueueVolume(name: string): void;
+  options: PersistentVolumeControllerOptions;
+  /** Defaults to inTreeCsiMigration. */
+  migration?: CsiMigration;
+  /** Tests pass one that observes scheduling. */
+  operations?: OperationScheduler;
+}
+
+/** What the sync functions work with: the controller's state and I/O, one per controller. */
+export interface BinderContext {
+  readonly api: BinderApi;
+  readonly cache: ControllerCache;
+  readonly classes: Lister<V1StorageClass>;
+  /** The claim informer: consulted before the API when a bound claim is missing from the cache. */
+  readonly claimInformer: Lister<V1PersistentVolumeClaim>;
+  readonly nodes: Lister<V1Node>;
+  readonly plugins: PluginFinder;
+  readonly migration: CsiMigration;
+  readonly operations: OperationScheduler;
+  readonly clock: Clock;
+  readonly log: LogSink;
+  readonly options: Required<PersistentVolumeControllerOptions>;
+  /** Aborted on shutdown; long operations (provision retries, recycling) stop on it. */
+  readonly signal: AbortSignal;
+  volumeEvent(volume: V1PersistentVolume, type: EventType, reason: string, message: string): void;
+  claimEvent(claim: V1PersistentVolumeClaim, type: EventType, reason: string, message: string): void;
+  /** Pods using the claim that are not terminated. */
+  activePodsUsingClaim(namespace: string, name: string): V1Pod[];
+  enqueueClaim(key: string): void;
+}
+
+/**
+ * The PersistentVolume binder's decisions (upstream pv_controller.go) behind the entry points its
+ * queue workers call. The informer/queue wiring lives elsewhere: it calls initializeCaches once the
+ * informers have synced, then, per dequeued key, updateClaim/updateVolume with the informer's object
+ * or, when the informer no longer has it, deleteClaim/deleteVolume with the cached one.
+ *
+ * Every method expects to run on the worker of its kind only: syncs are not reentrant (two concurrent
+ * syncClaims could bind one volume to two claims; the API's resourceVersion checks would catch it,
+ * at the cost of conflicts).
+ */
+export class PersistentVolumeController {
+  readonly #ctx: BinderContext;
+  readonly #deps: PersistentVolumeControllerDeps;
+  readonly #shutdown = new AbortController();
+
+  constructor(deps: PersistentVolumeControllerDeps) {
+    this.#deps = deps;
+    const { api, classes, claims, nodes, pods, events, plugins, clock, log, options } = deps;
+    this.#ctx = {
+      api,
+      cache: new ControllerCache(log),
+      classes,
+      claimInformer: claims,
+      nodes,
+      plugins,
+      migration: deps.migration ?? inTreeCsiMigration,
+      operations: deps.operations ?? new OperationScheduler(clock, log),
+      clock,
+      log,
+      options: {
+        enableDynamicProvisioning: options.enableDynamicProvisioning,
+        provisionRetries: options.provisionRetries ?? 5,
+        provisionRetryIntervalMs: options.provisionRetryIntervalMs ?? 10_000,
+      },
+      signal: this.#shutdown.signal,
+      volumeEvent: (volume, type, reason, message) => {
+        events.event(objectReference(volume, "PersistentVolume"), type, reason, message);
+      },
+      claimEvent: (claim, type, reason, message) => {
+        events.event(objectReference(claim, "PersistentVolumeClaim"), type, reason, message);
+      },
+      activePodsUsingClaim: (namespace, name) =>
+        pods.byIndex(POD_PVC_INDEX, `${namespace}/${name}`).filter((pod) => !isPodTerminated(pod)),
+      enqueueClaim: (key) => {
+        deps.enqueueClaim(key);
+      },
+    };
+  }
+
+  /** Fills the cache from the synced informers before the first sync (upstream initializeCaches). */
+  initializeCaches(volumes: readonly V1PersistentVolume[], claims: readonly V1PersistentVolumeClaim[]): void {
+    const { cache, log } = this.#ctx;
+    for (const volume of volumes) {
+      try {
+        cache.storeVolume(structuredClone(volume));
+      } catch (err) {
+        log.error(
+          { err: errorMessage(err), volumeName: volume.metadata?.name },
+          "Error updating volume cache",
+        );
+      }
+    }
+    for (const claim of claims) {
+      try {
+        cache.storeClaim(structuredClone(claim));
+      } catch (err) {
+        log.error({ err: errorMessage(err), PVC: objectRef(claim) }, "Error updating claim cache");
+      }
+    }
+  }
+
+  /**
+   * A volume was added, updated or resynced: caches it and syncs it, unless the cache already holds
+   * a newer version (then the event is stale and the newer one was or will be synced). Rejects with
+   * the sync's error, already logged, for the caller to retry.
+   */
+  async updateVolume(volume: V1PersistentVolume): Promise<void> {
+    const name = volume.metadata?.name ?? "";
+    try {
+      if (!this.#ctx.cache.storeVolume(volume)) return;
+      await syncVolume(this.#ctx, volume);
+    } catch (err) {
+      this.#logSyncError(err, "Could not sync volume", { volumeName: name });
+      throw err;
+    }
+  }
+
+  /** As updateVolume, for claims. */
+  async updateClaim(claim: V1PersistentVolumeClaim): Promise<void> {
+    try {
+      if (!this.#ctx.cache.storeClaim(claim)) return;
+      await syncClaim(this.#ctx, claim);
+    } catch (err) {
+      this.#logSyncError(err, "Could not sync claim", { PVC: objectRef(claim) });
+      throw err;
+    }
+  }
+
+  /** The decision for one claim, without the cache update updateClaim makes first. */
+  syncClaim(claim: V1PersistentVolumeClaim): Promise<void> {
+    return syncClaim(this.#ctx, claim);
+  }
+
+  /** The decision for one volume, without the cache update updateVolume makes first. */
+  syncVolume(volume: V1PersistentVolume): Promise<void> {
+    return syncVolume(this.#ctx, volume);
+  }
+
+  /** The volume is gone from the API: forgets it and enqueues its claim so the claim turns Lost promptly. */
+  deleteVolume(volume: V1PersistentVolume): void {
+    const name = volume.metadata?.name ?? "";
+    this.#ctx.cache.deleteVolume(name);
+    this.#ctx.log.debug({ volumeName: name }, "volume deleted");
+    const ref = volume.spec?.claimRef;
+    if (!ref) return;
+    this.#deps.enqueueClaim(`${ref.namespace ?? ""}/${ref.name ?? ""}`);
+  }
+
+  /** The claim is gone from the API: forgets it and enqueues its volume so the volume is released promptly. */
+  deleteClaim(claim: V1PersistentVolumeClaim): void {
+    this.#ctx.cache.deleteClaim(claimKey(claim));
+    this.#ctx.log.debug({ PVC: objectRef(claim) }, "Claim deleted");
+    const volumeName = claim.spec?.volumeName;
+    if (!volumeName) return;
+    this.#deps.enqueueVolume(volumeName);
+  }
+
+  /** The controller's last version of a volume: what deleteVolume needs when the informer lost it. */
+  cachedVolume(name: string): V1PersistentVolume | undefined {
+    return this.#ctx.cache.getVolume(name);
+  }
+
+  /** As cachedVolume, by claim key "namespace/name". */
+  cachedClaim(key: string): V1PersistentVolumeClaim | undefined {
+    return this.#ctx.cache.getClaim(key);
+  }
+
+  /** Enqueues every claim, then every volume, from the informers (upstream resync, every sync period). */
+  resync(): void {
+    for (const claim of this.#deps.claims.list()) this.#deps.enqueueClaim(objectKey(claim));
+    for (const volume of this.#deps.volumes.list()) this.#deps.enqueueVolume(objectKey(volume));
+  }
+
+  /** Resolves once no provision/delete/recycle operation is running. */
+  waitForOperations(): Promise<void> {
+    return this.#ctx.operations.waitForCompletion();
+  }
+
+  /** Aborts running operations' waits and resolves when they have finished. */
+  async shutdown(): Promise<void> {
+    this.#shutdown.abort(new Error("persistent volume controller is shutting down"));
+    await this.waitForOperations();
+  }
+
+  #logSyncError(err: unknown, msg: string, fields: object): void {
+    // Conflicts are routine: another writer (or our own earlier write) got there first.
+    if (isConflict(err)) this.#ctx.log.debug({ ...fields, err: errorMessage(err) }, msg);
+    else this.#ctx.log.error({ ...fields, err: errorMessage(err) }, msg);
+  }
+}

@@ -1,0 +1,343 @@
+import type { V1PersistentVolume } from "@kubernetes/client-node";
+import { errorMessage, isNotFound } from "../runtime/api-errors.js";
+import {
+  DeletedVolumeInUseError,
+  specFromPersistentVolume,
+  type DeletableVolumePlugin,
+  type RecyclableVolumePlugin,
+} from "../volume/plugin.js";
+import {
+  ANN_DYNAMICALLY_PROVISIONED,
+  ANN_MIGRATED_TO,
+  EventReason,
+  FINALIZER_EXTERNAL_PV_PROTECTION,
+  FINALIZER_IN_TREE_PV_PROTECTION,
+  ReclaimPolicy,
+  VolumePhase,
+} from "./annotations.js";
+import { hasAnnotation, unbindVolume, updateVolumePhaseWithEvent } from "./bind.js";
+import type { BinderContext, CsiMigration } from "./pv-controller.js";
+
+/** In-tree plugin names; a PV provisioned by anything else is deleted by its external provisioner. */
+const IN_TREE_PREFIX = "kubernetes.io/";
+
+/**
+ * Carries out a released volume's reclaim policy: Retain leaves it Released, Recycle scrubs it and
+ * makes it Available, Delete deletes the storage and the PV. Recycle and Delete run as operations
+ * named after the volume; a Failed volume is retried on every sync until they succeed.
+ */
+export async function reclaimVolume(ctx: BinderContext, volume: V1PersistentVolume): Promise<void> {
+  const name = volume.metadata?.name ?? "";
+  // A migrated volume belongs to its CSI driver's external provisioner.
+  if (volume.metadata?.annotations?.[ANN_MIGRATED_TO]) return;
+  const policy = volume.spec?.persistentVolumeReclaimPolicy;
+  const uid = volume.metadata?.uid ?? "";
+  switch (policy) {
+    case ReclaimPolicy.Retain:
+      ctx.log.debug({ volumeName: name }, "ReclaimVolume: policy is Retain, nothing to do");
+      return;
+    case ReclaimPolicy.Recycle:
+      ctx.log.debug({ volumeName: name }, "ReclaimVolume: policy is Recycle");
+      ctx.operations.schedule(`recycle-${name}[${uid}]`, () => recycleVolumeOperation(ctx, volume));
+      return;
+    case ReclaimPolicy.Delete:
+      ctx.log.debug({ volumeName: name }, "ReclaimVolume: policy is Delete");
+      ctx.operations.schedule(`delete-${name}[${uid}]`, () => deleteVolumeOperation(ctx, volume));
+      return;
+    default:
+      await updateVolumePhaseWithEvent(
+        ctx,
+        volume,
+        VolumePhase.Failed,
+        "Warning",
+        EventReason.VolumeUnknownReclaimPolicy,
+        "Volume has unrecognized PersistentVolumeReclaimPolicy",
+      );
+  }
+}
+
+/** Recycles a released volume. Failures are reported on the volume, not thrown: the next sync retries. */
+async function recycleVolumeOperation(ctx: BinderContext, volume: V1PersistentVolume): Promise<void> {
+  const name = volume.metadata?.name ?? "";
+  // An earlier operation may have saved a newer version meanwhile.
+  let current: V1PersistentVolume;
+  try {
+    current = await ctx.api.getVolume(name);
+  } catch (err) {
+    ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Error reading persistent volume");
+    return;
+  }
+  if (!isVolumeReleased(ctx, current)) {
+    ctx.log.debug({ volumeName: name }, "Volume no longer needs recycling, skipping");
+    return;
+  }
+  const pods = podsUsingVolume(ctx, current);
+  // A cached claim of that name is a new claim (this volume is released), using another volume.
+  const ref = volume.spec?.claimRef;
+  const claimCached = ctx.cache.getClaim(`${ref?.namespace ?? ""}/${ref?.name ?? ""}`) !== undefined;
+  if (pods.length > 0 && !claimCached) {
+    const message = `Volume is used by pods: ${pods.join(",")}`;
+    ctx.log.debug({ volumeName: name, msg: message }, "Can't recycle volume");
+    ctx.volumeEvent(volume, "Normal", EventReason.VolumeFailedRecycle, message);
+    return;
+  }
+  volume = current;
+  const spec = specFromPersistentVolume(volume);
+  let plugin: RecyclableVolumePlugin;
+  try {
+    plugin = ctx.plugins.findRecyclablePluginBySpec(spec);
+  } catch {
+    await markFailed(
+      ctx,
+      volume,
+      EventReason.VolumeFailedRecycle,
+      "No recycler plugin found for the volume!",
+    );
+    return;
+  }
+  const recorder = (eventType: string, message: string) => {
+    const type = eventType === "Warning" ? "Warning" : "Normal";
+    ctx.volumeEvent(volume, type, EventReason.RecyclerPod, `Recycler pod: ${message}`);
+  };
+  try {
+    await plugin.recycle(name, spec, recorder, ctx.signal);
+  } catch (err) {
+    await markFailed(ctx, volume, EventReason.VolumeFailedRecycle, `Recycle failed: ${errorMessage(err)}`);
+    return;
+  }
+  ctx.log.info({ volumeName: name }, "Volume recycled");
+  ctx.volumeEvent(volume, "Normal", EventReason.VolumeRecycled, "Volume recycled");
+  try {
+    await unbindVolume(ctx, volume);
+  } catch (err) {
+    // The next sync recycles it again: a "recently recycled" cache is left out, as upstream.
+    ctx.log.debug(
+      { volumeName: name, err: errorMessage(err) },
+      "RecycleVolumeOperation: failed to make recycled volume 'Available', we will recycle the volume again",
+    );
+  }
+}
+
+/** Marks the volume Failed with a Warning; a failed save is logged, the next sync retries anyway. */
+async function markFailed(ctx: BinderContext, volume: V1PersistentVolume, reason: string, message: string) {
+  try {
+    await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, "Warning", reason, message);
+  } catch (err) {
+    ctx.log.debug(
+      { volumeName: volume.metadata?.name, err: errorMessage(err) },
+      "failed to mark volume as failed",
+    );
+  }
+}
+
+/** Deletes a released volume's storage, then the PV. Throws on failure so the operation backs off. */
+async function deleteVolumeOperation(ctx: BinderContext, volume: V1PersistentVolume): Promise<void> {
+  const name = volume.metadata?.name ?? "";
+  let plugin: DeletableVolumePlugin | undefined;
+  try {
+    plugin = findDeletablePlugin(ctx, volume);
+  } catch (err) {
+    await updateVolumePhaseWithEvent(
+      ctx,
+      volume,
+      VolumePhase.Failed,
+      "Warning",
+      EventReason.VolumeFailedDelete,
+      errorMessage(err),
+    );
+  }
+  if (!plugin) {
+    ctx.log.debug({ volumeName: name }, "External deleter for volume requested, ignoring");
+    return;
+  }
+  // An earlier operation may have saved a newer version meanwhile.
+  let current: V1PersistentVolume;
+  try {
+    current = await ctx.api.getVolume(name);
+  } catch (err) {
+    ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Error reading persistent volume");
+    return;
+  }
+  if (!isVolumeReleased(ctx, current)) {
+    ctx.log.debug({ volumeName: name }, "Volume no longer needs deletion, skipping");
+    return;
+  }
+  try {
+    await doDeleteVolume(ctx, plugin, volume);
+  } catch (err) {
+    ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Deletion of volume failed");
+    if (err instanceof DeletedVolumeInUseError) {
+      // The plugin needs more time: not a failure.
+      ctx.volumeEvent(volume, "Normal", EventReason.VolumeDelete, errorMessage(err));
+    } else {
+      await updateVolumePhaseWithEvent(
+        ctx,
+        volume,
+        VolumePhase.Failed,
+        "Warning",
+        EventReason.VolumeFailedDelete,
+        errorMessage(err),
+      );
+    }
+    throw err;
+  }
+  try {
+    await ctx.api.deleteVolume(name);
+  } catch (err) {
+    // Deleted again on the next sync; a "recently deleted" cache is left out, as upstream.
+    ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Failed to delete volume from database");
+  }
+}
+
+/** Deletes the storage with the plugin, then lets the PV go by removing the in-tree protection finalizer. */
+export async function doDeleteVolume(
+  ctx: BinderContext,
+  plugin: DeletableVolumePlugin,
+  volume: V1PersistentVolume,
+): Promise<void> {
+  const name = volume.metadata?.name ?? "";
+  let deleter;
+  try {
+    deleter = plugin.newDeleter(specFromPersistentVolume(volume));
+  } catch (err) {
+    throw new Error(`failed to create deleter for volume "${name}": ${errorMessage(err)}`, { cause: err });
+  }
+  await deleter.delete();
+  ctx.log.info({ volumeName: name }, "Volume deleted");
+  await removeDeletionProtectionFinalizer(ctx, volume);
+}
+
+async function removeDeletionProtectionFinalizer(
+  ctx: BinderContext,
+  volume: V1PersistentVolume,
+): Promise<void> {
+  const name = volume.metadata?.name ?? "";
+  let current: V1PersistentVolume;
+  try {
+    current = await ctx.api.getVolume(name);
+  } catch (err) {
+    // Deliberately unlike upstream, a PV that does not exist holds no finalizer: upstream fails here,
+    // so cleaning up after a failed PV create always "fails", deletes the storage five times and
+    // reports ProvisioningCleanupFailed although the storage is gone.
+    if (isNotFound(err)) return;
+    ctx.log.error({ volumeName: name, err: errorMessage(err) }, "Error reading persistent volume");
+    throw err;
+  }
+  const finalizers = current.metadata?.finalizers ?? [];
+  if (!finalizers.includes(FINALIZER_IN_TREE_PV_PROTECTION)) return;
+  const clone = structuredClone(current);
+  setFinalizers(
+    clone,
+    finalizers.filter((f) => f !== FINALIZER_IN_TREE_PV_PROTECTION),
+  );
+  let saved: V1PersistentVolume;
+  try {
+    saved = await ctx.api.updateVolume(clone);
+  } catch (err) {
+    throw new Error(`persistent volume controller can't update finalizer: ${errorMessage(err)}`, {
+      cause: err,
+    });
+  }
+  // Upstream caches the pre-update copy; the saved object carries the new resourceVersion.
+  ctx.cache.storeVolume(saved);
+  ctx.log.info({ volumeName: name }, "PV in-tree protection finalizer removed from volume");
+}
+
+/**
+ * The plugin that deletes the volume's storage, or undefined when an external deleter does
+ * (provisioned by an external provisioner, migrated to CSI, or a CSI volume). Prefers the plugin
+ * that provisioned it. Throws when an in-tree volume has no deleter.
+ */
+export function findDeletablePlugin(
+  ctx: BinderContext,
+  volume: V1PersistentVolume,
+): DeletableVolumePlugin | undefined {
+  const provisionedBy = volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
+  if (provisionedBy) {
+    try {
+      return ctx.plugins.findDeletablePluginByName(provisionedBy);
+    } catch (err) {
+      if (!provisionedBy.startsWith(IN_TREE_PREFIX)) return undefined;
+      throw err;
+    }
+  }
+  if (hasAnnotation(volume, ANN_MIGRATED_TO)) return undefined;
+  if (volume.spec?.csi) return undefined;
+  try {
+    return ctx.plugins.findDeletablePluginBySpec(specFromPersistentVolume(volume));
+  } catch (err) {
+    const name = volume.metadata?.name ?? "";
+    throw new Error(`error getting deleter volume plugin for volume "${name}": ${errorMessage(err)}`, {
+      cause: err,
+    });
+  }
+}
+
+/**
+ * Whether the volume may be recycled or deleted: it is bound (with a UID) to a claim that no longer
+ * exists, or exists under a new UID, or is bound to another volume.
+ */
+function isVolumeReleased(ctx: BinderContext, volume: V1PersistentVolume): boolean {
+  const ref = volume.spec?.claimRef;
+  // Unbound, or pre-bound by a user and not yet bound to the claim.
+  if (!ref?.uid) return false;
+  const claim = ctx.cache.getClaim(`${ref.namespace ?? ""}/${ref.name ?? ""}`);
+  if (claim && claim.metadata?.uid === ref.uid) {
+    const volumeName = claim.spec?.volumeName;
+    return volumeName !== undefined && volumeName !== "" && volumeName !== volume.metadata?.name;
+  }
+  ctx.log.info({ volumeName: volume.metadata?.name }, "isVolumeReleased: volume is released");
+  return true;
+}
+
+/** "namespace/name" of the non-terminated pods using the volume's claim, sorted. */
+function podsUsingVolume(ctx: BinderContext, volume: V1PersistentVolume): string[] {
+  const ref = volume.spec?.claimRef;
+  if (!ref) return [];
+  const pods = ctx.activePodsUsingClaim(ref.namespace ?? "", ref.name ?? "");
+  return [...new Set(pods.map((p) => `${p.metadata?.namespace ?? ""}/${p.metadata?.name ?? ""}`))].sort();
+}
+
+/**
+ * The finalizers a dynamically provisioned volume should carry, and whether they differ: an in-tree
+ * provisioned Delete volume is protected by kubernetes.io/pv-controller until its storage is deleted;
+ * Retain/Recycle and migrated volumes are not; the external provisioner's finalizer goes (CSI
+ * migration was rolled back). Statically provisioned and external volumes are left alone.
+ */
+export function modifyDeletionFinalizers(
+  migration: CsiMigration,
+  volume: V1PersistentVolume,
+): { finalizers: string[] | undefined; modified: boolean } {
+  const original = volume.metadata?.finalizers;
+  const provisioner = volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
+  if (provisioner === undefined) return { finalizers: original, modified: false };
+  let out = [...(original ?? [])];
+  let modified = false;
+  const remove = (finalizer: string) => {
+    if (!out.includes(finalizer)) return;
+    out = out.filter((f) => f !== finalizer);
+    modified = true;
+  };
+  const result = () => ({ finalizers: out.length > 0 ? out : undefined, modified });
+  if (migration.migratedDriver(provisioner) !== undefined) {
+    remove(FINALIZER_IN_TREE_PV_PROTECTION);
+    return result();
+  }
+  if (!provisioner.startsWith(IN_TREE_PREFIX)) return { finalizers: original, modified: false };
+  const policy = volume.spec?.persistentVolumeReclaimPolicy;
+  if (policy === ReclaimPolicy.Delete && !out.includes(FINALIZER_IN_TREE_PV_PROTECTION)) {
+    out.push(FINALIZER_IN_TREE_PV_PROTECTION);
+    modified = true;
+  } else if (policy === ReclaimPolicy.Retain || policy === ReclaimPolicy.Recycle) {
+    remove(FINALIZER_IN_TREE_PV_PROTECTION);
+  }
+  remove(FINALIZER_EXTERNAL_PV_PROTECTION);
+  return result();
+}
+
+/** Sets finalizers on a copy; none is no field, as upstream's nil slice. */
+export function setFinalizers(volume: V1PersistentVolume, finalizers: readonly string[] | undefined): void {
+  volume.metadata ??= {};
+  if (finalizers?.length) volume.metadata.finalizers = [...finalizers];
+  else delete volume.metadata.finalizers;
+}

@@ -1,0 +1,154 @@
+import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import { errorMessage, isNotFound } from "../runtime/api-errors.js";
+import {
+  ANN_BOUND_BY_CONTROLLER,
+  ANN_DYNAMICALLY_PROVISIONED,
+  EventReason,
+  ReclaimPolicy,
+  VolumePhase,
+} from "./annotations.js";
+import { hasAnnotation, unbindVolume, updateVolumePhase } from "./bind.js";
+import { updateMigrationAnnotations } from "./provision.js";
+import type { BinderContext } from "./pv-controller.js";
+import { volumeModeMismatch } from "./pv-helpers.js";
+import { modifyDeletionFinalizers, reclaimVolume, setFinalizers } from "./reclaim.js";
+
+/**
+ * Decides what to do with a volume (added, updated or resynced): an unbound or pre-bound one is
+ * Available; one bound to a claim that is gone is Released and reclaimed; one whose claim is bound
+ * elsewhere is unbound; one whose claim is bound to it is Bound. Binding itself is syncClaim's job.
+ */
+export async function syncVolume(ctx: BinderContext, volume: V1PersistentVolume): Promise<void> {
+  const name = volume.metadata?.name ?? "";
+  ctx.log.debug({ volumeName: name, phase: volume.status?.phase }, "Synchronizing PersistentVolume");
+  volume = await updateVolumeMigrationAnnotationsAndFinalizers(ctx, volume);
+
+  const ref = volume.spec?.claimRef;
+  // Unused, or reserved for a claim that syncClaim will bind.
+  if (!ref?.uid) {
+    await updateVolumePhase(ctx, volume, VolumePhase.Available, "");
+    return;
+  }
+
+  const claim = await findClaim(ctx, volume, ref.namespace ?? "", ref.name ?? "", ref.uid);
+  if (!claim) {
+    // The claim was deleted. Failed stays Failed (the user should see it) while reclaiming retries.
+    if (volume.status?.phase !== VolumePhase.Released && volume.status?.phase !== VolumePhase.Failed) {
+      ctx.log.info(
+        { volumeName: name, reclaimPolicy: volume.spec?.persistentVolumeReclaimPolicy },
+        "Volume is released and reclaim policy will be executed",
+      );
+      volume = await updateVolumePhase(ctx, volume, VolumePhase.Released, "");
+    }
+    await reclaimVolume(ctx, volume);
+    return;
+  }
+
+  const claimVolumeName = claim.spec?.volumeName ?? "";
+  if (claimVolumeName === "") {
+    if (volumeModeMismatch(claim.spec, volume.spec)) {
+      // syncClaim would never bind it: matching skips volumes of another volumeMode.
+      const volumeMessage = `Cannot bind PersistentVolume to requested PersistentVolumeClaim "${claim.metadata?.name ?? ""}" due to incompatible volumeMode.`;
+      ctx.volumeEvent(volume, "Warning", EventReason.VolumeMismatch, volumeMessage);
+      const claimMessage = `Cannot bind PersistentVolume "${name}" to requested PersistentVolumeClaim due to incompatible volumeMode.`;
+      ctx.claimEvent(claim, "Warning", EventReason.VolumeMismatch, claimMessage);
+      return;
+    }
+    // Bound by us with the claim not yet updated, or pre-bound by the user: syncClaim completes it.
+    // Enqueuing the claim speeds that up, e.g. for a just-provisioned volume.
+    ctx.log.debug(
+      { volumeName: name, boundByController: hasAnnotation(volume, ANN_BOUND_BY_CONTROLLER) },
+      "Synchronizing PersistentVolume, volume not bound yet, waiting for syncClaim to fix it",
+    );
+    ctx.enqueueClaim(`${ref.namespace ?? ""}/${ref.name ?? ""}`);
+    return;
+  }
+  if (claimVolumeName === name) {
+    await updateVolumePhase(ctx, volume, VolumePhase.Bound, "");
+    return;
+  }
+
+  // The claim is bound to another volume.
+  if (
+    hasAnnotation(volume, ANN_DYNAMICALLY_PROVISIONED) &&
+    volume.spec?.persistentVolumeReclaimPolicy === ReclaimPolicy.Delete
+  ) {
+    // Provisioned for this claim, which got another volume: not needed any more.
+    if (volume.status?.phase !== VolumePhase.Released && volume.status?.phase !== VolumePhase.Failed) {
+      ctx.log.info({ volumeName: name }, "Dynamically provisioned volume is released and it will be deleted");
+      volume = await updateVolumePhase(ctx, volume, VolumePhase.Released, "");
+    }
+    await reclaimVolume(ctx, volume);
+    return;
+  }
+  // Ours (bound-by-controller): a lost binding race, undo it entirely. The user's: keep the
+  // pre-binding, clear the UID, and wait for the claim to be unbound.
+  await unbindVolume(ctx, volume);
+}
+
+/**
+ * The claim the volume is bound to, or undefined when it no longer exists. A claim missing from the
+ * cache may not have reached it yet (an external provisioner or the scheduler bound it), so unless
+ * the volume is already released the informer and then the API are asked before the volume is
+ * reclaimed. A cached claim with another UID may be stale: the API decides.
+ */
+async function findClaim(
+  ctx: BinderContext,
+  volume: V1PersistentVolume,
+  namespace: string,
+  name: string,
+  uid: string,
+): Promise<V1PersistentVolumeClaim | undefined> {
+  const key = `${namespace}/${name}`;
+  let claim = ctx.cache.getClaim(key);
+  const phase = volume.status?.phase;
+  if (!claim && phase !== VolumePhase.Released && phase !== VolumePhase.Failed) {
+    claim = ctx.claimInformer.get(key) ?? (await getClaimFromApi(ctx, namespace, name));
+  }
+  if (claim && claim.metadata?.uid !== uid) {
+    ctx.log.debug(
+      { PVC: { namespace, name } },
+      "Maybe cached claim is not the newest one, we should fetch it from apiserver",
+    );
+    claim = await getClaimFromApi(ctx, namespace, name);
+    // Still another UID: the claim was deleted and re-created under the same name.
+    if (claim && claim.metadata?.uid !== uid) claim = undefined;
+  }
+  return claim;
+}
+
+async function getClaimFromApi(
+  ctx: BinderContext,
+  namespace: string,
+  name: string,
+): Promise<V1PersistentVolumeClaim | undefined> {
+  try {
+    return await ctx.api.getClaim(namespace, name);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Saves migrated-to and the deletion-protection finalizers if they need fixing; answers the current volume. */
+async function updateVolumeMigrationAnnotationsAndFinalizers(
+  ctx: BinderContext,
+  volume: V1PersistentVolume,
+): Promise<V1PersistentVolume> {
+  const clone = structuredClone(volume);
+  const annotationsModified = updateMigrationAnnotations(ctx.migration, clone.metadata?.annotations, false);
+  const { finalizers, modified: finalizersModified } = modifyDeletionFinalizers(ctx.migration, clone);
+  if (!annotationsModified && !finalizersModified) return volume;
+  if (finalizersModified) setFinalizers(clone, finalizers);
+  let saved: V1PersistentVolume;
+  try {
+    saved = await ctx.api.updateVolume(clone);
+    ctx.cache.storeVolume(saved);
+  } catch (err) {
+    throw new Error(
+      `persistent Volume Controller can't anneal migration annotations or finalizer: ${errorMessage(err)}`,
+      { cause: err },
+    );
+  }
+  return saved;
+}
