@@ -1,4 +1,10 @@
 import type { ControllerName } from "./controller-names.js";
+import type { RunConfig } from "./options.js";
+import { PersistentVolumeBinder } from "./persistentvolume/pv-controller-base.js";
+import { realClock } from "./runtime/clock.js";
+import { EventRecorder } from "./runtime/events/recorder.js";
+import { defaultPlugins } from "./volume/default-plugins.js";
+import { VolumePluginManager } from "./volume/plugin-manager.js";
 import { PVCProtectionController } from "./protection/pvc-protection-controller.js";
 import { PVProtectionController } from "./protection/pv-protection-controller.js";
 import type { ApiClients } from "./runtime/client.js";
@@ -7,6 +13,7 @@ import type { LogSink } from "./runtime/logger.js";
 import type { WorkqueueMetrics } from "./runtime/workqueue/index.js";
 
 export interface ControllerContext {
+  config: RunConfig;
   clients: ApiClients;
   informers: InformerFactory;
   logger: LogSink;
@@ -23,6 +30,41 @@ export interface Controller {
  * they must all run before the informer factory starts.
  */
 const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => Controller>> = {
+  "persistentvolume-binder-controller": (ctx) => {
+    const plugins = new VolumePluginManager(ctx.logger);
+    plugins.register(
+      defaultPlugins({
+        enableHostPathProvisioner: ctx.config.enableHostPathProvisioner,
+        pods: ctx.clients.core,
+      }),
+    );
+    const events = new EventRecorder({
+      component: "persistentvolume-controller",
+      core: ctx.clients.core,
+      clock: realClock,
+      logger: ctx.logger,
+    });
+    const binder = new PersistentVolumeBinder({
+      ...common(ctx),
+      plugins,
+      events,
+      workqueueMetrics: ctx.workqueueMetrics,
+      resyncPeriodMs: ctx.config.pvClaimBinderSyncPeriodMs,
+      enableDynamicProvisioning: ctx.config.enableDynamicProvisioning,
+      ...(process.env.KVC_TEST_PAUSE_AFTER_BIND_WRITE && {
+        pauseAfterBindWrite: Number(process.env.KVC_TEST_PAUSE_AFTER_BIND_WRITE),
+      }),
+    });
+    return {
+      run: async (signal) => {
+        try {
+          await binder.run(signal);
+        } finally {
+          await events.close();
+        }
+      },
+    };
+  },
   "persistentvolumeclaim-protection-controller": (ctx) =>
     new PVCProtectionController({ ...common(ctx), metrics: ctx.workqueueMetrics }),
   "persistentvolume-protection-controller": (ctx) =>

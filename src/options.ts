@@ -34,7 +34,8 @@ export const RUN_FLAGS = {
     type: "number",
     group: "Generic:",
     default: 20,
-    describe: "Queries per second to the API server (client-side token bucket).",
+    describe:
+      "Queries per second to the API server (client-side token bucket); 0 means 5, negative: no limit.",
   },
   "kube-api-burst": {
     type: "number",
@@ -245,7 +246,7 @@ export function toRunConfig(argv: RunArgs): RunConfig {
     kubeconfig,
     master: optionalString("master"),
     controllers,
-    qps: number("kube-api-qps", 0),
+    qps: number("kube-api-qps", -Infinity),
     burst: number("kube-api-burst", 1),
     leaderElection: argv["leader-elect"] === true ? leaderElection() : undefined,
     pvClaimBinderSyncPeriodMs: duration("pvclaimbinder-sync-period"),

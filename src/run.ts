@@ -89,6 +89,7 @@ export async function run(config: RunConfig): Promise<void> {
     log.info({ address: `${config.bindAddress}:${server.port}` }, "serving /metrics, /healthz, /readyz");
 
   const { controllers, unavailable } = newControllers(config.controllers, {
+    config,
     clients,
     informers,
     logger: log,

@@ -1,4 +1,4 @@
-import type { Logger } from "../runtime/logger.js";
+import type { LogSink } from "../runtime/logger.js";
 import {
   isAttachable,
   isDeletable,
@@ -57,7 +57,7 @@ export class VolumePluginManager {
   // Refreshes run one after another so a later probe's events are never applied before an earlier one's.
   #refreshing: Promise<void> = Promise.resolve();
 
-  constructor(private readonly logger: Logger) {}
+  constructor(private readonly logger: LogSink) {}
 
   /** Adds plugins; throws, adding none, when a name is invalid or already registered. */
   register(plugins: readonly VolumePlugin[]): void {
