@@ -36,6 +36,11 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
       defaultPlugins({
         enableHostPathProvisioner: ctx.config.enableHostPathProvisioner,
         pods: ctx.clients.core,
+        recyclerMinimumTimeoutHostPath: ctx.config.recyclerHostPath.minimumTimeoutSeconds,
+        recyclerTimeoutIncrementHostPath: ctx.config.recyclerHostPath.timeoutIncrementSeconds,
+        ...(ctx.config.recyclerHostPath.podTemplate && {
+          recyclerPodTemplateHostPath: ctx.config.recyclerHostPath.podTemplate,
+        }),
       }),
     );
     const events = new EventRecorder({

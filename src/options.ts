@@ -1,4 +1,5 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { loadYaml, type V1Pod } from "@kubernetes/client-node";
 import type { Options } from "yargs";
 import { enabledControllers, type ControllerName } from "./controller-names.js";
 import type { LoggingFormat } from "./runtime/logger.js";
@@ -104,6 +105,24 @@ export const RUN_FLAGS = {
     default: false,
     describe: "Enable HostPath PV provisioning (single-node testing only; not for multi-node clusters).",
   },
+  "pv-recycler-minimum-timeout-hostpath": {
+    type: "number",
+    group: "Persistent volume binder:",
+    default: 60,
+    describe: "The minimum ActiveDeadlineSeconds of a hostPath recycler pod (development and testing only).",
+  },
+  "pv-recycler-timeout-increment-hostpath": {
+    type: "number",
+    group: "Persistent volume binder:",
+    default: 30,
+    describe: "Seconds of ActiveDeadlineSeconds per Gi of a hostPath volume for its recycler pod.",
+  },
+  "pv-recycler-pod-template-filepath-hostpath": {
+    type: "string",
+    group: "Persistent volume binder:",
+    default: "",
+    describe: "A YAML Pod used as the hostPath recycler pod template (the volume named 'vol' is replaced).",
+  },
   "attach-detach-reconcile-sync-period": {
     type: "string",
     group: "Attach/detach:",
@@ -182,6 +201,11 @@ export interface RunConfig {
   pvClaimBinderSyncPeriodMs: number;
   enableDynamicProvisioning: boolean;
   enableHostPathProvisioner: boolean;
+  recyclerHostPath: {
+    minimumTimeoutSeconds: number;
+    timeoutIncrementSeconds: number;
+    podTemplate: V1Pod | undefined;
+  };
   attachDetachReconcileSyncPeriodMs: number;
   disableAttachDetachReconcileSync: boolean;
   disableForceDetachOnTimeout: boolean;
@@ -252,6 +276,11 @@ export function toRunConfig(argv: RunArgs): RunConfig {
     pvClaimBinderSyncPeriodMs: duration("pvclaimbinder-sync-period"),
     enableDynamicProvisioning: argv["enable-dynamic-provisioning"] === true,
     enableHostPathProvisioner: argv["enable-hostpath-provisioner"] === true,
+    recyclerHostPath: {
+      minimumTimeoutSeconds: number("pv-recycler-minimum-timeout-hostpath", 0),
+      timeoutIncrementSeconds: number("pv-recycler-timeout-increment-hostpath", 0),
+      podTemplate: recyclerTemplate(optionalString("pv-recycler-pod-template-filepath-hostpath")),
+    },
     attachDetachReconcileSyncPeriodMs: duration("attach-detach-reconcile-sync-period"),
     disableAttachDetachReconcileSync: argv["disable-attach-detach-reconcile-sync"] === true,
     disableForceDetachOnTimeout: argv["disable-force-detach-on-timeout"] === true,
@@ -261,4 +290,20 @@ export function toRunConfig(argv: RunArgs): RunConfig {
     verbosity: number("v", 0),
     loggingFormat: argv["logging-format"] === "text" ? "text" : "json",
   };
+}
+
+/** Reads a recycler pod template as KCM does (a Pod in YAML with a volume named "vol"). */
+function recyclerTemplate(path: string | undefined): V1Pod | undefined {
+  if (path === undefined) return undefined;
+  const flag = "--pv-recycler-pod-template-filepath-hostpath";
+  let pod: V1Pod;
+  try {
+    pod = loadYaml<V1Pod>(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new Error(`${flag}: ${path}: ${(err as Error).message}`, { cause: err });
+  }
+  if (pod.kind !== "Pod" || !pod.spec?.volumes?.some((v) => v.name === "vol")) {
+    throw new Error(`${flag}: ${path}: want a Pod with a volume named "vol"`);
+  }
+  return pod;
 }

@@ -56,6 +56,10 @@ test("a bad value is one line naming the flag, exit code 2", () => {
       /^kvc: --leader-elect-lease-duration must exceed --leader-elect-renew-deadline/,
     ],
     [["--logging-format=xml"], /^kvc: Invalid values:/],
+    [
+      ["--pv-recycler-pod-template-filepath-hostpath=/nonexistent.yaml"],
+      /^kvc: --pv-recycler-pod-template-filepath-hostpath: \/nonexistent\.yaml: ENOENT/,
+    ],
   ] as const) {
     const r = kvc("run", ...args);
     assert.equal(r.code, 2, args.join(" "));
