@@ -1,4 +1,6 @@
 import {
+  Observable,
+  type ConfigurationOptions,
   CoordinationV1Api,
   CoreV1Api,
   createConfiguration,
@@ -153,5 +155,21 @@ function restClientMetrics(registry: Registry) {
       buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
       registers: [registry],
     }),
+  };
+}
+
+/** Per-call options that abort the HTTP request with `signal` (client-node takes only Observable middleware there). */
+export function abortableRequest(signal: AbortSignal): ConfigurationOptions {
+  return {
+    middleware: [
+      {
+        pre: (ctx) => {
+          ctx.setSignal(signal);
+          return new Observable(Promise.resolve(ctx));
+        },
+        post: (res) => new Observable(Promise.resolve(res)),
+      },
+    ],
+    middlewareMergeStrategy: "append",
   };
 }

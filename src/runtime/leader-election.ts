@@ -11,15 +11,9 @@
  * a restart is the only clean way back to candidate. That is the caller's onStoppedLeading's job (it
  * also runs after a graceful stop, when exiting 0 is right); the elector never exits the process.
  */
-import {
-  Observable,
-  V1MicroTime,
-  type ConfigurationOptions,
-  type CoordinationV1Api,
-  type V1Lease,
-  type V1LeaseSpec,
-} from "@kubernetes/client-node";
+import { V1MicroTime, type CoordinationV1Api, type V1Lease, type V1LeaseSpec } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
+import { abortableRequest } from "./client.js";
 import { errorMessage, isAlreadyExists, isConflict, isNotFound } from "./api-errors.js";
 import { realClock, sleep, type Clock } from "./clock.js";
 
@@ -267,7 +261,7 @@ export class LeaderElector {
     try {
       lease = await this.#api.readNamespacedLease(
         { name: this.#name, namespace: this.#namespace },
-        withSignal(signal),
+        abortableRequest(signal),
       );
     } catch (err) {
       if (!isNotFound(err)) return this.#failed("error retrieving lease lock", err, signal);
@@ -278,7 +272,7 @@ export class LeaderElector {
             namespace: this.#namespace,
             body: { metadata: { name: this.#name, namespace: this.#namespace }, spec: created },
           },
-          withSignal(signal),
+          abortableRequest(signal),
         );
       } catch (createErr) {
         return this.#failed("error initially creating lease lock", createErr, signal);
@@ -323,7 +317,7 @@ export class LeaderElector {
         try {
           lease = await this.#api.readNamespacedLease(
             { name: this.#name, namespace: this.#namespace },
-            withSignal(deadline.signal),
+            abortableRequest(deadline.signal),
           );
         } catch (err) {
           this.#log.error({ err: errorMessage(err) }, "failed to release lease");
@@ -363,7 +357,7 @@ export class LeaderElector {
         namespace: this.#namespace,
         body: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: base.metadata ?? {}, spec },
       },
-      withSignal(signal),
+      abortableRequest(signal),
     );
   }
 
@@ -411,22 +405,6 @@ export class LeaderElector {
   #describe(): string {
     return `${this.#namespace}/${this.#name}`;
   }
-}
-
-/** Per-request options that abort the HTTP request with `signal` (client-node has no other way). */
-function withSignal(signal: AbortSignal): ConfigurationOptions {
-  return {
-    middleware: [
-      {
-        pre: (ctx) => {
-          ctx.setSignal(signal);
-          return new Observable(Promise.resolve(ctx));
-        },
-        post: (res) => new Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: "append",
-  };
 }
 
 /**

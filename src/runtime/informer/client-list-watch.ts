@@ -1,13 +1,8 @@
-import {
-  Observable,
-  Watch,
-  type ConfigurationOptions,
-  type KubeConfig,
-  type KubernetesObject,
-} from "@kubernetes/client-node";
+import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 // Not re-exported by the package: the generated serializer that turns JSON into the typed models
 // (Date fields, renamed properties) exactly as the list calls do. client-node is pinned to 2.0.1.
 import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js";
+import { abortableRequest } from "../client.js";
 import { errorMessage } from "../api-errors.js";
 import type { ListerWatcher, WatchEvent, WatchStatus } from "./list-watch.js";
 import type { ResourceApis, ResourceType, Scope } from "./resources.js";
@@ -43,7 +38,7 @@ export function clientListWatch<T extends KubernetesObject>(
 
   return {
     async list({ limit, continue: cont }, signal) {
-      const res = await list({ ...scope, limit, ...(cont && { _continue: cont }) }, abortable(signal));
+      const res = await list({ ...scope, limit, ...(cont && { _continue: cont }) }, abortableRequest(signal));
       const meta = res.metadata;
       return {
         items: res.items,
@@ -96,20 +91,4 @@ function decode<T>(type: string, obj: unknown, model: string): WatchEvent<T> | u
     default:
       return undefined;
   }
-}
-
-/** Per-call options that let `signal` cancel the request (client-node takes Observable middleware). */
-function abortable(signal: AbortSignal): ConfigurationOptions {
-  return {
-    middleware: [
-      {
-        pre: (ctx) => {
-          ctx.setSignal(signal);
-          return new Observable(Promise.resolve(ctx));
-        },
-        post: (res) => new Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: "append",
-  };
 }

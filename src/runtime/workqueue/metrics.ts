@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import { realClock, type Clock } from "../clock.js";
+import { oncePerRegistry } from "../metrics.js";
 
 /** The hooks a queue calls, at the same points as client-go's queueMetrics. */
 export interface QueueMetrics {
@@ -29,19 +30,14 @@ interface Instruments {
 const DURATION_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10];
 
 /** One set of instruments per registry, so a second WorkqueueMetrics on it does not re-register. */
-const instrumentsByRegistry = new WeakMap<Registry, Instruments>();
+const instrumentsFor = oncePerRegistry(createInstruments);
 
 /** client-go's workqueue metrics (label `name`) on a caller's prom-client registry. */
 export class WorkqueueMetrics {
   readonly #instruments: Instruments;
 
   constructor(registry: Registry) {
-    let instruments = instrumentsByRegistry.get(registry);
-    if (!instruments) {
-      instruments = createInstruments(registry);
-      instrumentsByRegistry.set(registry, instruments);
-    }
-    this.#instruments = instruments;
+    this.#instruments = instrumentsFor(registry);
   }
 
   /** A handle for the queue called `name`; `clock` must be the queue's, since durations are measured on it. */
