@@ -271,4 +271,50 @@ describe("PV binder lifecycle on the real control plane (ports of upstream's per
       await stop(kvc);
     }
   });
+  test("bad input the apiserver lets through: a missing class gets an event, an empty selector matches all, the worker keeps going", async () => {
+    await core.createNamespace({ body: { metadata: { name: "bad" } } });
+    await core.createPersistentVolume({
+      body: {
+        metadata: { name: "bad-any" },
+        spec: {
+          capacity: { storage: "1Gi" },
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: "anything",
+          hostPath: { path: "/tmp/kvc-it/bad" },
+        },
+      },
+    });
+    const kvc = await startKvc(cp.kubeconfigPath, BINDER_FLAGS);
+    try {
+      const claim = (name: string, spec: Partial<V1PersistentVolumeClaim["spec"]>) =>
+        core.createNamespacedPersistentVolumeClaim({
+          namespace: "bad",
+          body: {
+            metadata: { name },
+            spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } }, ...spec },
+          },
+        });
+      await claim("no-class", { storageClassName: "does-not-exist" });
+      await claim("empty-selector", { storageClassName: "anything", selector: {} });
+      const event = await waitFor(
+        async () =>
+          (await core.listNamespacedEvent({ namespace: "bad" })).items.find(
+            (e) => e.involvedObject.name === "no-class" && e.reason === "ProvisioningFailed",
+          ),
+        { timeoutMs: TIMEOUT_MS, what: "a ProvisioningFailed event for the claim of a missing class" },
+      );
+      assert.equal(event.type, "Warning");
+      assert.match(event.message ?? "", /does-not-exist/);
+      await waitFor(
+        async () =>
+          (await core.readNamespacedPersistentVolumeClaim({ namespace: "bad", name: "empty-selector" }))
+            .status?.phase === "Bound",
+        { timeoutMs: TIMEOUT_MS, what: "the empty-selector claim to bind" },
+      );
+      const stuck = await core.readNamespacedPersistentVolumeClaim({ namespace: "bad", name: "no-class" });
+      assert.equal(stuck.status?.phase, "Pending");
+    } finally {
+      await stop(kvc);
+    }
+  });
 });
