@@ -1,5 +1,7 @@
+import type { Registry } from "prom-client";
 import type { ControllerName } from "./controller-names.js";
 import type { RunConfig } from "./options.js";
+import { PersistentVolumeMetrics } from "./persistentvolume/metrics.js";
 import { PersistentVolumeBinder } from "./persistentvolume/pv-controller-base.js";
 import { realClock } from "./runtime/clock.js";
 import { EventRecorder } from "./runtime/events/recorder.js";
@@ -17,6 +19,8 @@ export interface ControllerContext {
   clients: ApiClients;
   informers: InformerFactory;
   logger: LogSink;
+  /** Where controllers register their own metrics (served on /metrics). */
+  registry: Registry;
   workqueueMetrics: WorkqueueMetrics;
 }
 
@@ -54,6 +58,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
       plugins,
       events,
       workqueueMetrics: ctx.workqueueMetrics,
+      metrics: new PersistentVolumeMetrics(ctx.registry),
       resyncPeriodMs: ctx.config.pvClaimBinderSyncPeriodMs,
       enableDynamicProvisioning: ctx.config.enableDynamicProvisioning,
       ...(process.env.KVC_TEST_PAUSE_AFTER_BIND_WRITE && {

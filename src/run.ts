@@ -93,6 +93,7 @@ export async function run(config: RunConfig): Promise<void> {
     clients,
     informers,
     logger: log,
+    registry,
     workqueueMetrics: new WorkqueueMetrics(registry),
   });
   for (const name of unavailable) {

@@ -79,7 +79,15 @@ async function syncUnboundClaimAnyVolume(ctx: BinderContext, claim: V1Persistent
       "Synchronizing unbound PersistentVolumeClaim, volume found",
     );
     // On an error, the next syncClaim finishes the binding.
-    await bind(ctx, volume, claim);
+    const key = claimKey(claim);
+    try {
+      await bind(ctx, volume, claim);
+    } catch (err) {
+      ctx.metrics?.operationFailed(key);
+      throw err;
+    }
+    // The end of the claim's provisioning, if it was provisioned: bound to its volume.
+    ctx.metrics?.operationSucceeded(key);
     return;
   }
   ctx.log.debug(log, "Synchronizing unbound PersistentVolumeClaim, no volume found");
@@ -87,12 +95,16 @@ async function syncUnboundClaimAnyVolume(ctx: BinderContext, claim: V1Persistent
   try {
     assigned = await assignDefaultStorageClass(ctx, claim);
   } catch (err) {
+    ctx.metrics?.retroactiveStorageClass(false);
     throw new Error(`can't update PersistentVolumeClaim["${claimKey(claim)}"]: ${errorMessage(err)}`, {
       cause: err,
     });
   }
   // The update's event restarts the sync, with the class.
-  if (assigned) return;
+  if (assigned) {
+    ctx.metrics?.retroactiveStorageClass(true);
+    return;
+  }
 
   if (delayBinding && !hasAnnotation(claim, ANN_SELECTED_NODE)) {
     // No pod using the claim has been scheduled yet.

@@ -53,6 +53,16 @@ export class ControllerCache {
     return this.#claims.get(key);
   }
 
+  /** Every cached volume, for the pv_collector gauges. */
+  listVolumes(): V1PersistentVolume[] {
+    return this.#volumes.list();
+  }
+
+  /** Every cached claim, for the pv_collector gauges. */
+  listClaims(): V1PersistentVolumeClaim[] {
+    return [...this.#claims.values()];
+  }
+
   deleteVolume(name: string): void {
     this.#volumes.delete(name);
   }

@@ -24,6 +24,7 @@ import {
   VolumePhase,
 } from "./annotations.js";
 import { hasAnnotation, removeAnnotation, setAnnotation } from "./bind.js";
+import { classProvisionerName } from "./metrics.js";
 import type { BinderContext, CsiMigration } from "./pv-controller.js";
 import { BETA_STORAGE_CLASS_ANNOTATION, claimKey, getClaimClass } from "./pv-helpers.js";
 import { doDeleteVolume, findDeletablePlugin } from "./reclaim.js";
@@ -55,11 +56,20 @@ export function provisionClaim(ctx: BinderContext, claim: V1PersistentVolumeClai
   }
   const { plugin, storageClass } = found;
   const name = `provision-${claimKey(claim)}[${claim.metadata?.uid ?? ""}]`;
-  ctx.operations.schedule(name, () =>
-    plugin
-      ? provisionClaimOperation(ctx, claim, plugin, storageClass)
-      : provisionClaimOperationExternal(ctx, claim, storageClass),
-  );
+  ctx.operations.schedule(name, async () => {
+    // Timed from the first attempt until the claim is bound (claim-sync); failures meanwhile count as errors.
+    const key = claimKey(claim);
+    const pluginName = plugin ? plugin.name : classProvisionerName(ctx.migration, storageClass);
+    ctx.metrics?.operationStarted(key, pluginName, "provision");
+    try {
+      await (plugin
+        ? provisionClaimOperation(ctx, claim, plugin, storageClass)
+        : provisionClaimOperationExternal(ctx, claim, storageClass));
+    } catch (err) {
+      ctx.metrics?.operationFailed(key);
+      throw err;
+    }
+  });
 }
 
 /**

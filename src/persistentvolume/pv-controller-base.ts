@@ -13,6 +13,7 @@ import { POD_PVC_INDEX, podPVCKeys } from "../protection/pod-usage.js";
 import type { VolumePluginManager } from "../volume/plugin-manager.js";
 import { CoreV1BinderApi } from "./binder-api.js";
 import { pauseAfterBindWrite } from "./crash-seam.js";
+import type { PersistentVolumeMetrics } from "./metrics.js";
 import { PersistentVolumeController, type EventSink } from "./pv-controller.js";
 
 export interface PersistentVolumeBinderOptions {
@@ -23,6 +24,8 @@ export interface PersistentVolumeBinderOptions {
   logger: LogSink;
   clock?: Clock;
   workqueueMetrics?: WorkqueueMetrics;
+  /** The binder's own metrics: the pv_collector gauges, operation timings, retroactive class assignments. */
+  metrics?: PersistentVolumeMetrics;
   /** --pvclaimbinder-sync-period: every claim, then every volume, is re-queued this often. */
   resyncPeriodMs: number;
   /** --enable-dynamic-provisioning. */
@@ -109,6 +112,7 @@ export class PersistentVolumeBinder {
       enqueueClaim,
       enqueueVolume,
       options: { enableDynamicProvisioning: opts.enableDynamicProvisioning },
+      ...(opts.metrics && { metrics: opts.metrics }),
     });
   }
 

@@ -15,6 +15,7 @@ import { isPodTerminated, POD_PVC_INDEX } from "../protection/pod-usage.js";
 import type { VolumePluginManager } from "../volume/plugin-manager.js";
 import { syncClaim } from "./claim-sync.js";
 import { ControllerCache } from "./controller-cache.js";
+import type { BinderMetrics, PersistentVolumeMetrics } from "./metrics.js";
 import { OperationScheduler } from "./operations.js";
 import { claimKey } from "./pv-helpers.js";
 import { syncVolume } from "./volume-sync.js";
@@ -57,6 +58,7 @@ export type PluginFinder = Pick<
   | "findDeletablePluginByName"
   | "findDeletablePluginBySpec"
   | "findRecyclablePluginBySpec"
+  | "findPluginBySpec"
 >;
 
 /** CSI migration: which in-tree plugins are served by a CSI driver instead (csimigration.PluginManager). */
@@ -110,6 +112,8 @@ export interface PersistentVolumeControllerDeps {
   migration?: CsiMigration;
   /** Tests pass one that observes scheduling. */
   operations?: OperationScheduler;
+  /** Where the binder's metrics go; none are recorded without. */
+  metrics?: PersistentVolumeMetrics;
 }
 
 /** What the sync functions work with: the controller's state and I/O, one per controller. */
@@ -123,6 +127,8 @@ export interface BinderContext {
   readonly plugins: PluginFinder;
   readonly migration: CsiMigration;
   readonly operations: OperationScheduler;
+  /** Operation timings and counters (upstream operationTimestamps); undefined records nothing. */
+  readonly metrics: BinderMetrics | undefined;
   readonly clock: Clock;
   readonly log: LogSink;
   readonly options: Required<PersistentVolumeControllerOptions>;
@@ -153,15 +159,24 @@ export class PersistentVolumeController {
   constructor(deps: PersistentVolumeControllerDeps) {
     this.#deps = deps;
     const { api, classes, claims, nodes, pods, events, plugins, clock, log, options } = deps;
+    const cache = new ControllerCache(log);
     this.#ctx = {
       api,
-      cache: new ControllerCache(log),
+      cache,
       classes,
       claimInformer: claims,
       nodes,
       plugins,
       migration: deps.migration ?? inTreeCsiMigration,
       operations: deps.operations ?? new OperationScheduler(clock, log),
+      metrics: deps.metrics?.forController(
+        {
+          volumes: () => cache.listVolumes(),
+          claims: () => cache.listClaims(),
+          findPluginBySpec: (spec) => plugins.findPluginBySpec(spec),
+        },
+        clock,
+      ),
       clock,
       log,
       options: {
@@ -248,6 +263,8 @@ export class PersistentVolumeController {
     const name = volume.metadata?.name ?? "";
     this.#ctx.cache.deleteVolume(name);
     this.#ctx.log.debug({ volumeName: name }, "volume deleted");
+    // The end of a delete operation's lifecycle, if one was started for the volume.
+    this.#ctx.metrics?.operationSucceeded(name);
     const ref = volume.spec?.claimRef;
     if (!ref) return;
     this.#deps.enqueueClaim(`${ref.namespace ?? ""}/${ref.name ?? ""}`);
@@ -255,8 +272,11 @@ export class PersistentVolumeController {
 
   /** The claim is gone from the API: forgets it and enqueues its volume so the volume is released promptly. */
   deleteClaim(claim: V1PersistentVolumeClaim): void {
-    this.#ctx.cache.deleteClaim(claimKey(claim));
+    const key = claimKey(claim);
+    this.#ctx.cache.deleteClaim(key);
     this.#ctx.log.debug({ PVC: objectRef(claim) }, "Claim deleted");
+    // An unfinished provisioning is never observed.
+    this.#ctx.metrics?.forgetOperation(key);
     const volumeName = claim.spec?.volumeName;
     if (!volumeName) return;
     this.#deps.enqueueVolume(volumeName);
@@ -283,10 +303,11 @@ export class PersistentVolumeController {
     return this.#ctx.operations.waitForCompletion();
   }
 
-  /** Aborts running operations' waits and resolves when they have finished. */
+  /** Aborts running operations' waits and resolves when they have finished; the gauges stop counting its cache. */
   async shutdown(): Promise<void> {
     this.#shutdown.abort(new Error("persistent volume controller is shutting down"));
     await this.waitForOperations();
+    this.#ctx.metrics?.close();
   }
 
   #logSyncError(err: unknown, msg: string, fields: object): void {

@@ -16,7 +16,9 @@ import {
   VolumePhase,
 } from "./annotations.js";
 import { hasAnnotation, unbindVolume, updateVolumePhaseWithEvent } from "./bind.js";
+import { classProvisionerName, PLUGIN_NAME_NOT_AVAILABLE } from "./metrics.js";
 import type { BinderContext, CsiMigration } from "./pv-controller.js";
+import { getVolumeClass } from "./pv-helpers.js";
 
 /** In-tree plugin names; a PV provisioned by anything else is deleted by its external provisioner. */
 const IN_TREE_PREFIX = "kubernetes.io/";
@@ -42,7 +44,16 @@ export async function reclaimVolume(ctx: BinderContext, volume: V1PersistentVolu
       return;
     case ReclaimPolicy.Delete:
       ctx.log.debug({ volumeName: name }, "ReclaimVolume: policy is Delete");
-      ctx.operations.schedule(`delete-${name}[${uid}]`, () => deleteVolumeOperation(ctx, volume));
+      // Timed from the first attempt until the PV is gone (deleteVolume); failures meanwhile count as errors.
+      ctx.metrics?.operationStarted(name, deleterName(ctx, volume), "delete");
+      ctx.operations.schedule(`delete-${name}[${uid}]`, async () => {
+        try {
+          await deleteVolumeOperation(ctx, volume);
+        } catch (err) {
+          ctx.metrics?.operationFailed(name);
+          throw err;
+        }
+      });
       return;
     default:
       await updateVolumePhaseWithEvent(
@@ -271,6 +282,20 @@ export function findDeletablePlugin(
       cause: err,
     });
   }
+}
+
+/** The plugin_name of the volume's delete operation (upstream getProvisionerNameFromVolume). */
+function deleterName(ctx: BinderContext, volume: V1PersistentVolume): string {
+  let plugin: DeletableVolumePlugin | undefined;
+  try {
+    plugin = findDeletablePlugin(ctx, volume);
+  } catch {
+    return PLUGIN_NAME_NOT_AVAILABLE;
+  }
+  if (plugin) return plugin.name;
+  // An external provisioner, or a plugin migrated to CSI.
+  const storageClass = ctx.classes.get(getVolumeClass(volume));
+  return storageClass ? classProvisionerName(ctx.migration, storageClass) : PLUGIN_NAME_NOT_AVAILABLE;
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   type V1PersistentVolume,
   type V1PersistentVolumeClaim,
 } from "@kubernetes/client-node";
+import { probe } from "../../src/controlplane/https-probe.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
 import { waitGone } from "../support/api.js";
@@ -256,6 +257,32 @@ describe("PV binder on the real control plane (ports of upstream's persistent_vo
       );
     } finally {
       await storage.deleteStorageClass({ name: "retro-default" });
+    }
+  });
+
+  test("/metrics serves the binder's pv_collector gauges, counted from its cache", async () => {
+    const ns = await namespace();
+    const pvName = `${ns}-metrics`;
+    await core.createPersistentVolume({ body: volume(pvName, "1Gi") });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: claim(ns, "metrics", "1Gi", { volumeName: pvName }),
+    });
+    await boundClaim(ns, "metrics");
+    const line = `pv_collector_bound_pvc_count{namespace="${ns}",storage_class="",volume_attributes_class=""} 1`;
+    const body = await waitFor(
+      async () => {
+        const res = await probe(kvc.url("/metrics"));
+        return res.status === 200 && res.body.split("\n").includes(line) ? res.body : undefined;
+      },
+      { timeoutMs: TIMEOUT_MS, what: `/metrics to show ${line}` },
+    );
+    for (const name of [
+      "pv_collector_total_pv_count",
+      "volume_operation_total_seconds",
+      "retroactive_storageclass_total",
+    ]) {
+      assert.match(body, new RegExp(`^# TYPE ${name} `, "m"));
     }
   });
 });
