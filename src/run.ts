@@ -78,7 +78,10 @@ export async function run(config: RunConfig): Promise<void> {
           readyz: [
             {
               name: "informer-sync",
+              // A standby is ready (to take over); only a leader waits for its informers, or a rolling
+              // update of a 2-replica Deployment would wait forever on the standby.
               check: () => {
+                if (elector && !elector.isLeader()) return;
                 if (!synced) throw new Error("informers not synced");
               },
             },

@@ -33,8 +33,25 @@ describe("kvc run on the real control plane", () => {
     const healthz = await probe(kvc.url("/healthz?verbose"));
     assert.equal(healthz.status, 200);
     assert.match(healthz.body, /\[\+\]leaderElection ok/);
-    const lease = await coordination.readNamespacedLease({ namespace: "default", name: "kvc-run-test" });
+    // A standby is ready too: wait for the lease to be held before looking at the leader's metrics.
+    const lease = await waitFor(
+      async () => {
+        const l = await coordination.readNamespacedLease({ namespace: "default", name: "kvc-run-test" });
+        return l.spec?.holderIdentity ? l : undefined;
+      },
+      { timeoutMs: 30_000, what: "kvc to hold its lease" },
+    );
     assert.match(lease.spec?.holderIdentity ?? "", /_/);
+    await waitFor(
+      async () =>
+        (await probe(kvc.url("/metrics"))).body.includes(
+          'leader_election_master_status{name="kvc-run-test"} 1',
+        ),
+      {
+        timeoutMs: 30_000,
+        what: "the leader's informers to sync",
+      },
+    );
     const metrics = (await probe(kvc.url("/metrics"))).body;
     assert.match(metrics, /^leader_election_master_status\{name="kvc-run-test"\} 1$/m);
     assert.match(

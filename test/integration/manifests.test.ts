@@ -1,0 +1,144 @@
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { CoreV1Api, KubernetesObjectApi, StorageV1Api } from "@kubernetes/client-node";
+import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
+import { waitFor } from "../../src/util/wait.js";
+import { waitGone } from "../support/api.js";
+import { killAllKvc, startKvc } from "../support/kvc-process.js";
+import { manifestObjects } from "../support/manifests.js";
+
+const NS = "kube-volume-controller";
+
+describe("manifests/ on the real apiserver", () => {
+  let cp: LocalControlPlane;
+  let objects: KubernetesObjectApi;
+  let core: CoreV1Api;
+
+  before(async () => {
+    cp = await LocalControlPlane.start();
+    objects = KubernetesObjectApi.makeApiClient(cp.kubeConfig());
+    core = cp.kubeConfig().makeApiClient(CoreV1Api);
+  });
+  after(async () => {
+    killAllKvc();
+    await cp.stop();
+  });
+
+  test("every object passes a server-side dry-run create", async () => {
+    const all = manifestObjects();
+    assert.deepEqual([...new Set(all.map((o) => o.kind))].sort(), [
+      "ClusterRole",
+      "ClusterRoleBinding",
+      "Deployment",
+      "Namespace",
+      "Role",
+      "RoleBinding",
+      "ServiceAccount",
+    ]);
+    const [namespace, ...rest] = all;
+    assert.equal(namespace?.kind, "Namespace");
+    await objects.create(namespace, undefined, "All");
+    // Namespaced objects need their namespace to exist, even for a dry run.
+    await objects.create(namespace);
+    for (const o of rest) await objects.create(o, undefined, "All");
+  });
+
+  test("the ServiceAccount's RBAC is enough: kvc with only its token binds, provisions, reclaims and lets objects be deleted", async () => {
+    for (const o of manifestObjects().filter((o) => o.kind !== "Deployment" && o.kind !== "Namespace")) {
+      await objects.create(o);
+    }
+    const token = await core.createNamespacedServiceAccountToken({
+      namespace: NS,
+      name: "kube-volume-controller",
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
+    const kubeconfig = join(cp.dir, "kvc-serviceaccount.kubeconfig");
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{ name: "local", cluster: { server: cp.server, "certificate-authority": cp.caFile } }],
+        users: [{ name: "kvc", user: { token: token.status?.token } }],
+        contexts: [{ name: "kvc", context: { cluster: "local", user: "kvc" } }],
+        "current-context": "kvc",
+      }),
+    );
+
+    const kvc = await startKvc(kubeconfig, [
+      `--leader-elect-resource-namespace=${NS}`,
+      "--pvclaimbinder-sync-period=1s",
+      "--enable-hostpath-provisioner",
+    ]);
+    const storage = cp.kubeConfig().makeApiClient(StorageV1Api);
+    try {
+      await kvc.ready();
+      // static bind
+      await core.createPersistentVolume({
+        body: {
+          metadata: { name: "sa-static" },
+          spec: {
+            capacity: { storage: "1Gi" },
+            accessModes: ["ReadWriteOnce"],
+            storageClassName: "sa",
+            hostPath: { path: "/tmp/kvc-it/sa" },
+          },
+        },
+      });
+      const claim = (name: string, storageClassName: string) =>
+        core.createNamespacedPersistentVolumeClaim({
+          namespace: "default",
+          body: {
+            metadata: { name },
+            spec: {
+              accessModes: ["ReadWriteOnce"],
+              storageClassName,
+              resources: { requests: { storage: "1Gi" } },
+            },
+          },
+        });
+      await claim("sa-static", "sa");
+      // dynamic provisioning with hostPath, reclaim Delete
+      await storage.createStorageClass({
+        body: {
+          metadata: { name: "sa-hostpath" },
+          provisioner: "kubernetes.io/host-path",
+          reclaimPolicy: "Delete",
+        },
+      });
+      await claim("sa-dynamic", "sa-hostpath");
+      const bound = async (name: string) =>
+        waitFor(
+          async () => {
+            const c = await core.readNamespacedPersistentVolumeClaim({ namespace: "default", name });
+            return c.status?.phase === "Bound" ? c : undefined;
+          },
+          {
+            timeoutMs: 60_000,
+            what: `${name} to be Bound by the ServiceAccount (logs: ${kvc.logs().slice(-1500)})`,
+          },
+        );
+      assert.equal((await bound("sa-static")).spec?.volumeName, "sa-static");
+      const dynamic = await bound("sa-dynamic");
+      // delete: protection controllers release the claim, the binder deletes the provisioned PV
+      await core.deleteNamespacedPersistentVolumeClaim({ namespace: "default", name: "sa-dynamic" });
+      await waitGone("the provisioned PV", () =>
+        core.readPersistentVolume({ name: dynamic.spec!.volumeName! }),
+      );
+      // events were written (create/patch on events)
+      const events = (await core.listNamespacedEvent({ namespace: "default" })).items;
+      assert.ok(
+        events.some(
+          (e) =>
+            e.reason === "ProvisioningSucceeded" && e.source?.component === "persistentvolume-controller",
+        ),
+      );
+      assert.doesNotMatch(kvc.logs(), /forbidden/i, "no request was refused");
+    } finally {
+      kvc.child.kill("SIGTERM");
+      await kvc.exited;
+    }
+  });
+});
