@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+// No Docker engine runs here: check what can be checked without one.
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { bin: { kvc: string } };
+
+test("both stages run Node 24 LTS; the runtime is non-root with a kvc run entrypoint", () => {
+  const froms = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
+  assert.deepEqual(froms, ["node:24-slim", "node:24-slim"]);
+  assert.match(dockerfile, /^USER 65532:65532$/m);
+  assert.match(dockerfile, /npm prune --omit=dev/);
+  const entrypoint = JSON.parse(/^ENTRYPOINT (.*)$/m.exec(dockerfile)![1]!) as string[];
+  assert.deepEqual(entrypoint, ["node", pkg.bin.kvc]);
+  assert.match(dockerfile, /^CMD \["run"\]$/m);
+});
+
+test("every file the build stage copies from the context exists", () => {
+  const sources = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(" "));
+  assert.ok(sources.length >= 4);
+  for (const source of sources) assert.ok(existsSync(join(root, source)), source);
+});
+
+test("the entrypoint the image runs starts: the build output answers `version` and `run --help`", () => {
+  // Below node_modules, so the build output resolves its packages as the image's /app does.
+  mkdirSync(join(root, "node_modules/.cache"), { recursive: true });
+  const out = mkdtempSync(join(root, "node_modules/.cache/kvc-build-"));
+  try {
+    execFileSync(
+      process.execPath,
+      [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json", "--outDir", out],
+      {
+        cwd: root,
+      },
+    );
+    const cli = join(out, pkg.bin.kvc.replace(/^dist\//, ""));
+    assert.match(
+      execFileSync(process.execPath, [cli, "version"], { encoding: "utf8" }),
+      /^kube-volume-controller v/,
+    );
+    assert.match(
+      execFileSync(process.execPath, [cli, "run", "--help"], { encoding: "utf8" }),
+      /--leader-elect/,
+    );
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
