@@ -1,4 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import { CSIPlugin, type CSIPluginOptions } from "./csi/plugin.js";
 import { HostPathPlugin } from "./hostpath/plugin.js";
 import type { VolumePlugin } from "./plugin.js";
 import type { RecyclerPodApi } from "./recycler.js";
@@ -14,6 +15,11 @@ export interface DefaultPluginsOptions {
   recyclerTimeoutIncrementHostPath?: number;
   /** The pod read from --pv-recycler-pod-template-filepath-hostpath. */
   recyclerPodTemplateHostPath?: V1Pod;
+  /**
+   * What the CSI plugin needs; without it the plugin is left out, as for the binder (upstream filters
+   * it from the binder's plugins too: it neither provisions, deletes nor recycles).
+   */
+  csi?: CSIPluginOptions;
 }
 
 /** The plugins built into this controller, as kube-controller-manager's probeControllerVolumePlugins. */
@@ -26,5 +32,6 @@ export function defaultPlugins(options: DefaultPluginsOptions): VolumePlugin[] {
       recyclerTimeoutIncrementSeconds: options.recyclerTimeoutIncrementHostPath,
       recyclerPodTemplate: options.recyclerPodTemplateHostPath,
     }),
+    ...(options.csi ? [new CSIPlugin(options.csi)] : []),
   ];
 }
