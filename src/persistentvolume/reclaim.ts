@@ -350,7 +350,10 @@ export function modifyDeletionFinalizers(
   }
   if (!provisioner.startsWith(IN_TREE_PREFIX)) return { finalizers: original, modified: false };
   const policy = volume.spec?.persistentVolumeReclaimPolicy;
-  if (policy === ReclaimPolicy.Delete && !out.includes(FINALIZER_IN_TREE_PV_PROTECTION)) {
+  // Unlike upstream, never add to a volume being deleted: the apiserver forbids new finalizers then,
+  // and upstream's attempt only fails every sync with "can't anneal migration annotations or finalizer".
+  const deleting = volume.metadata?.deletionTimestamp != null;
+  if (policy === ReclaimPolicy.Delete && !deleting && !out.includes(FINALIZER_IN_TREE_PV_PROTECTION)) {
     out.push(FINALIZER_IN_TREE_PV_PROTECTION);
     modified = true;
   } else if (policy === ReclaimPolicy.Retain || policy === ReclaimPolicy.Recycle) {

@@ -558,6 +558,16 @@ describe("PV binder: TestModifyDeletionFinalizers", () => {
       undefined,
       false,
     ],
+    [
+      "derived: a Delete volume being deleted gets no new finalizer (the apiserver forbids it)",
+      (() => {
+        const volume = v("Delete", ["kubernetes.io/pv-protection"], PB, BbC);
+        volume.metadata!.deletionTimestamp = new Date();
+        return volume;
+      })(),
+      ["kubernetes.io/pv-protection"],
+      false,
+    ],
   ];
   for (const [name, volume, finalizers, modified] of cases) {
     test(name, () => {
