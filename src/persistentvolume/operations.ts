@@ -1,18 +1,11 @@
 import type { Clock } from "../runtime/clock.js";
 import { errorMessage } from "../runtime/api-errors.js";
 import type { LogSink } from "../runtime/logger.js";
-
-/** upstream exponentialbackoff: the first wait after a failure, doubled per further failure ... */
-const INITIAL_BACKOFF_MS = 500;
-/** ... up to this (upstream's maxDurationBeforeRetry is 2m2s). */
-const MAX_BACKOFF_MS = 122_000;
+import { ExponentialBackoff } from "../util/exponential-backoff.js";
 
 interface OperationState {
   running: boolean;
-  /** Clock time of the last failure. */
-  failedAt: number;
-  /** 0 until the operation has failed. */
-  backoffMs: number;
+  readonly backoff: ExponentialBackoff;
 }
 
 /**
@@ -42,12 +35,12 @@ export class OperationScheduler {
       this.#log.debug({ operationName: name }, "Operation is already running, skipping");
       return;
     }
-    if (state && this.#clock.now() - state.failedAt <= state.backoffMs) {
+    if (state && !state.backoff.safeToRetry(this.#clock.now())) {
       this.#log.debug({ operationName: name }, "Operation postponed due to exponential backoff");
       return;
     }
-    const backoffMs = state?.backoffMs ?? 0;
-    this.#ops.set(name, { running: true, failedAt: state?.failedAt ?? 0, backoffMs });
+    const backoff = state?.backoff ?? new ExponentialBackoff();
+    this.#ops.set(name, { running: true, backoff });
     // Asynchronous, like upstream's goroutine: schedule() returns before any of the operation runs.
     const run = Promise.resolve()
       .then(operation)
@@ -56,10 +49,10 @@ export class OperationScheduler {
           this.#ops.delete(name);
         },
         (err: unknown) => {
-          const next = backoffMs === 0 ? INITIAL_BACKOFF_MS : Math.min(backoffMs * 2, MAX_BACKOFF_MS);
-          this.#ops.set(name, { running: false, failedAt: this.#clock.now(), backoffMs: next });
+          backoff.update(this.#clock.now());
+          this.#ops.set(name, { running: false, backoff });
           this.#log.error(
-            { operationName: name, err: errorMessage(err), retryAfterMs: next },
+            { operationName: name, err: errorMessage(err), retryAfterMs: backoff.durationMs },
             "Operation failed; no retries permitted until the backoff has passed",
           );
         },

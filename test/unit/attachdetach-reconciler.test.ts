@@ -1,0 +1,695 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { V1Node } from "@kubernetes/client-node";
+import { ActualStateOfWorld, type AttachState } from "../../src/attachdetach/cache/actual-state-of-world.js";
+import { DesiredStateOfWorld } from "../../src/attachdetach/cache/desired-state-of-world.js";
+import { OperationExecutor } from "../../src/attachdetach/operation-executor.js";
+import {
+  nodeHealthFrom,
+  Reconciler,
+  TAINT_NODE_OUT_OF_SERVICE,
+  type ForceDetachReason,
+} from "../../src/attachdetach/reconciler.js";
+import { FakeClock } from "../../src/runtime/clock.js";
+import type { EventSubject } from "../../src/runtime/events/reference.js";
+import { silentLogger } from "../../src/runtime/logger.js";
+import {
+  specFromPersistentVolume,
+  type AttachableVolumePlugin,
+  type VolumeSpec,
+} from "../../src/volume/plugin.js";
+import { VolumePluginManager } from "../../src/volume/plugin-manager.js";
+import { fakeCsiPlugin, newPod, testUniqueName } from "./attachdetach-fixtures.js";
+
+// The special nodes of upstream's fake volume plugin (pkg/volume/testing).
+/** Attach fails the first time but the volume ends up attached; the retry succeeds. */
+const UNCERTAIN_ATTACH_NODE = "uncertain-attach-node";
+/** Attach always fails with a timeout, though the volume ends up attached. */
+const TIMEOUT_ATTACH_NODE = "timeout-attach-node";
+/** Detach always fails. */
+const FAIL_DETACH_NODE = "fail-detach-node";
+/** A volume attached here may be attached to other nodes too. */
+const MULTI_ATTACH_NODE = "multi-attach-node";
+
+/** upstream's reconciler test timings: a 10 ms loop and a 50 ms wait for unmount. */
+const LOOP_MS = 10;
+const MAX_WAIT_MS = 50;
+
+/** upstream FakeVolume's attach bookkeeping, counting the calls the reconciler tests assert on. */
+function fakeAttachablePlugin() {
+  const attached = new Map<string, Set<string>>();
+  const calls = { newAttacher: 0, newDetacher: 0, attach: 0, detach: 0 };
+  const base = fakeCsiPlugin();
+  const plugin: AttachableVolumePlugin = {
+    ...base,
+    newAttacher() {
+      calls.newAttacher++;
+      return {
+        attach(spec, nodeName) {
+          calls.attach++;
+          const name = base.getVolumeName(spec);
+          const nodes = attached.get(name);
+          if (nodes) {
+            if (nodeName === UNCERTAIN_ATTACH_NODE) return Promise.resolve("/dev/vdb-test");
+            if (nodeName === TIMEOUT_ATTACH_NODE)
+              return Promise.reject(new Error(`timed out to attach volume "${name}" to node "${nodeName}"`));
+            if (nodes.has(nodeName) || nodes.has(MULTI_ATTACH_NODE) || nodeName === MULTI_ATTACH_NODE) {
+              nodes.add(nodeName);
+              return Promise.resolve("/dev/vdb-test");
+            }
+            return Promise.reject(
+              new Error(`volume "${name}" trying to attach to node "${nodeName}" is already attached`),
+            );
+          }
+          attached.set(name, new Set([nodeName]));
+          if (nodeName === UNCERTAIN_ATTACH_NODE || nodeName === TIMEOUT_ATTACH_NODE) {
+            return Promise.reject(new Error(`timed out to attach volume "${name}" to node "${nodeName}"`));
+          }
+          return Promise.resolve("/dev/vdb-test");
+        },
+        volumesAreAttached(specs, nodeName) {
+          return Promise.resolve(
+            new Map(specs.map((s) => [s, attached.get(base.getVolumeName(s))?.has(nodeName) ?? false])),
+          );
+        },
+      };
+    },
+    newDetacher() {
+      calls.newDetacher++;
+      return {
+        detach(name, nodeName) {
+          calls.detach++;
+          if (nodeName === FAIL_DETACH_NODE)
+            return Promise.reject(new Error(`fail to detach volume "${name}" to node "${nodeName}"`));
+          const nodes = attached.get(name);
+          nodes?.delete(nodeName);
+          if (nodes?.size === 0) attached.delete(name);
+          return Promise.resolve();
+        },
+      };
+    },
+  };
+  return { plugin, calls, attached };
+}
+
+type AccessMode = "ReadWriteOnce" | "ReadWriteMany";
+
+interface HarnessOptions {
+  maxWaitForUnmountMs?: number;
+  disableForceDetachOnTimeout?: boolean;
+  syncPeriodMs?: number;
+}
+
+function harness(options: HarnessOptions = {}) {
+  const clock = new FakeClock();
+  const fake = fakeAttachablePlugin();
+  const plugins = new VolumePluginManager(silentLogger);
+  plugins.register([fake.plugin]);
+  const dsw = new DesiredStateOfWorld(plugins);
+  const asw = new ActualStateOfWorld(plugins, clock);
+  const nodes = new Map<string, V1Node>();
+  const events: string[] = [];
+  const sink = {
+    event(subject: EventSubject, type: string, reason: string, message: string) {
+      events.push(`${type} ${reason} ${message}`);
+      assert.equal("kind" in subject ? subject.kind : undefined, "Pod");
+    },
+  };
+  const status = { fail: false, forNode: [] as string[] };
+  const forced: Record<ForceDetachReason, number> = { timeout: 0, "out-of-service": 0 };
+  const executor = new OperationExecutor({
+    plugins,
+    asw,
+    nodes: { getNode: (name) => Promise.resolve(nodes.get(name)) },
+    events: sink,
+    clock,
+    log: silentLogger,
+  });
+  const reconciler = new Reconciler({
+    dsw,
+    asw,
+    executor,
+    nodeStatusUpdater: {
+      updateNodeStatusForNode(nodeName) {
+        status.forNode.push(nodeName);
+        return status.fail
+          ? Promise.reject(new Error("fake error on update node status"))
+          : Promise.resolve();
+      },
+      updateNodeStatuses: () => (status.fail ? Promise.reject(new Error("fake error")) : Promise.resolve()),
+    },
+    nodes: nodeHealthFrom((name) => nodes.get(name)),
+    events: sink,
+    clock,
+    log: silentLogger,
+    metrics: {
+      forcedDetach(reason) {
+        forced[reason]++;
+      },
+    },
+    maxWaitForUnmountMs: options.maxWaitForUnmountMs ?? MAX_WAIT_MS,
+    ...(options.syncPeriodMs === undefined ? {} : { syncPeriodMs: options.syncPeriodMs }),
+    ...(options.disableForceDetachOnTimeout === undefined
+      ? {}
+      : { disableForceDetachOnTimeout: options.disableForceDetachOnTimeout }),
+  });
+  /** Passes every LOOP_MS for `ms` of fake time, each followed by the operations it started. */
+  const run = async (ms: number) => {
+    for (let t = 0; t < ms; t += LOOP_MS) {
+      await reconciler.reconcile();
+      await executor.waitForCompletion();
+      clock.advance(LOOP_MS);
+    }
+  };
+  return { clock, fake, dsw, asw, nodes, events, status, forced, executor, reconciler, run };
+}
+
+type Harness = ReturnType<typeof harness>;
+
+const VOLUME = testUniqueName("volume-name");
+
+function volumeSpec(accessModes: AccessMode[] = ["ReadWriteOnce"]): VolumeSpec {
+  return specFromPersistentVolume({
+    metadata: { name: "volume-name" },
+    spec: { accessModes, csi: { driver: "test.csi.example.com", volumeHandle: "volume-name" } },
+  });
+}
+
+function node(
+  name: string,
+  { ready, outOfService = false }: { ready?: boolean; outOfService?: boolean },
+): V1Node {
+  return {
+    metadata: { name },
+    ...(outOfService ? { spec: { taints: [{ key: TAINT_NODE_OUT_OF_SERVICE, effect: "NoExecute" }] } } : {}),
+    ...(ready === undefined
+      ? {}
+      : { status: { conditions: [{ type: "Ready", status: ready ? "True" : "False" }] } }),
+  };
+}
+
+/** Whether the volume is in the node's status report (not consuming the update flag). */
+function reported(h: Harness, nodeName: string): boolean {
+  return h.asw.getNodesToUpdateStatusFor().get(nodeName)?.volumesToReportAsAttached.has(VOLUME) ?? false;
+}
+
+/** upstream verifyVolumeNoStatusUpdateNeeded: reads (and clears) the pending status updates. */
+function statusUpdateNeeded(h: Harness, nodeName: string): boolean {
+  return (
+    h.asw
+      .getVolumesToReportAttached()
+      .get(nodeName)
+      ?.some((v) => v.name === VOLUME) ?? false
+  );
+}
+
+type Step =
+  | { addNode: string }
+  | { addPod: string; on: string; accessModes?: AccessMode[] }
+  | { deletePod: string; on: string }
+  /** The node reports no volume in use (status.volumesInUse empty). */
+  | { unmount: string }
+  | { setNode: V1Node }
+  | { statusFails: boolean }
+  /** Run the loop for this much fake time. */
+  | { runMs: number }
+  | { expect: Expectation };
+
+interface Expectation {
+  calls?: Partial<ReturnType<typeof fakeAttachablePlugin>["calls"]>;
+  state?: Record<string, AttachState>;
+  reported?: Record<string, boolean>;
+  statusUpdateNeeded?: Record<string, boolean>;
+  forced?: Partial<Record<ForceDetachReason, number>>;
+  multiAttachErrorReported?: Record<string, boolean>;
+}
+
+async function play(h: Harness, steps: readonly Step[]): Promise<void> {
+  for (const [i, step] of steps.entries()) {
+    const at = `step ${i}: ${JSON.stringify(step)}`;
+    if ("addNode" in step) h.dsw.addNode(step.addNode);
+    else if ("addPod" in step) {
+      h.dsw.addNode(step.on);
+      const name = h.dsw.addPod(step.addPod, newPod(step.addPod), volumeSpec(step.accessModes), step.on);
+      assert.equal(name, VOLUME);
+    } else if ("deletePod" in step) {
+      h.dsw.deletePod(step.deletePod, VOLUME, step.on);
+    } else if ("unmount" in step) h.asw.setVolumesMountedByNode([], step.unmount);
+    else if ("setNode" in step) h.nodes.set(step.setNode.metadata?.name ?? "", step.setNode);
+    else if ("statusFails" in step) h.status.fail = step.statusFails;
+    else if ("runMs" in step) await h.run(step.runMs);
+    else {
+      const e = step.expect;
+      if (e.calls) {
+        const actual = Object.fromEntries(
+          Object.keys(e.calls).map((k) => [k, h.fake.calls[k as keyof typeof h.fake.calls]]),
+        );
+        assert.deepEqual(actual, e.calls, at);
+      }
+      for (const [n, state] of Object.entries(e.state ?? {}))
+        assert.equal(h.asw.getAttachState(VOLUME, n), state, `${at} ${n}`);
+      for (const [n, want] of Object.entries(e.reported ?? {}))
+        assert.equal(reported(h, n), want, `${at} ${n}`);
+      for (const [n, want] of Object.entries(e.statusUpdateNeeded ?? {}))
+        assert.equal(statusUpdateNeeded(h, n), want, `${at} ${n}`);
+      for (const [reason, count] of Object.entries(e.forced ?? {}))
+        assert.equal(h.forced[reason as ForceDetachReason], count, `${at} ${reason}`);
+      for (const [n, want] of Object.entries(e.multiAttachErrorReported ?? {})) {
+        const entry = h.dsw.getVolumesToAttach().find((v) => v.nodeName === n);
+        assert.equal(entry?.multiAttachErrorReported, want, `${at} ${n}`);
+      }
+    }
+  }
+}
+
+interface Case {
+  name: string;
+  options?: HarnessOptions;
+  steps: Step[];
+}
+
+const attachedOnce: Step = { expect: { calls: { attach: 1, detach: 0, newDetacher: 0 } } };
+
+/** reconciler_test.go (upstream v1.37.2), rows 1–15 of attach-detach-cases.md. */
+const cases: Case[] = [
+  {
+    name: "1 Test_Run_Positive_DoNothing",
+    steps: [{ runMs: 100 }, { expect: { calls: { newAttacher: 0, newDetacher: 0, attach: 0, detach: 0 } } }],
+  },
+  {
+    name: "2 Test_Run_Positive_OneDesiredVolumeAttach",
+    steps: [{ addPod: "pod-uid", on: "node-name" }, { runMs: 100 }, attachedOnce],
+  },
+  {
+    name: "3 Test_Run_Positive_OneDesiredVolumeAttachThenDetachWithUnmountedVolume",
+    options: { maxWaitForUnmountMs: 4_200_000 },
+    steps: [
+      { addPod: "pod-uid", on: "node-name" },
+      { runMs: 100 },
+      attachedOnce,
+      { deletePod: "pod-uid", on: "node-name" },
+      { unmount: "node-name" },
+      { runMs: 100 },
+      {
+        expect: {
+          calls: { attach: 1, detach: 1 },
+          state: { "node-name": "Detached" },
+          forced: { timeout: 0 },
+        },
+      },
+    ],
+  },
+  {
+    name: "4 Test_Run_Positive_OneDesiredVolumeAttachThenDetachWithMountedVolume: unknown node, force detach on timeout",
+    steps: [
+      { addPod: "pod-uid", on: "node-name" },
+      { runMs: 100 },
+      attachedOnce,
+      { deletePod: "pod-uid", on: "node-name" },
+      { runMs: MAX_WAIT_MS },
+      { expect: { calls: { detach: 0 } } },
+      { runMs: 2 * LOOP_MS },
+      { expect: { calls: { attach: 1, detach: 1 }, forced: { timeout: 1, "out-of-service": 0 } } },
+    ],
+  },
+  {
+    name: "5 Test_Run_Negative_OneDesiredVolumeAttachThenDetachWithUnmountedVolumeUpdateStatusFail",
+    steps: [
+      { statusFails: true },
+      { addPod: "pod-uid", on: "node-name" },
+      { runMs: 100 },
+      attachedOnce,
+      { deletePod: "pod-uid", on: "node-name" },
+      { unmount: "node-name" },
+      { runMs: 500 },
+      { expect: { calls: { attach: 1, detach: 0, newDetacher: 0 }, reported: { "node-name": true } } },
+    ],
+  },
+  {
+    name: "6 Test_Run_OneVolumeAttachAndDetachMultipleNodesWithReadWriteMany",
+    steps: [
+      { addPod: "pod-uid1", on: "node-name1", accessModes: ["ReadWriteMany"] },
+      { addPod: "pod-uid2", on: MULTI_ATTACH_NODE, accessModes: ["ReadWriteMany"] },
+      { runMs: 100 },
+      {
+        expect: {
+          calls: { attach: 2, detach: 0 },
+          state: { "node-name1": "Attached", [MULTI_ATTACH_NODE]: "Attached" },
+        },
+      },
+      { deletePod: "pod-uid1", on: "node-name1" },
+      { runMs: 200 },
+      { expect: { calls: { attach: 2, detach: 1 }, state: { "node-name1": "Detached" } } },
+      { deletePod: "pod-uid2", on: MULTI_ATTACH_NODE },
+      { runMs: 200 },
+      { expect: { calls: { attach: 2, detach: 2 }, state: { [MULTI_ATTACH_NODE]: "Detached" } } },
+    ],
+  },
+  {
+    name: "7 Test_Run_OneVolumeAttachAndDetachMultipleNodesWithReadWriteOnce",
+    steps: [
+      { addPod: "pod-uid1", on: "node-name1" },
+      { addPod: "pod-uid2", on: "node-name2" },
+      { runMs: 100 },
+      {
+        expect: {
+          calls: { attach: 1, detach: 0 },
+          state: { "node-name1": "Attached", "node-name2": "Detached" },
+          multiAttachErrorReported: { "node-name2": true },
+        },
+      },
+      { deletePod: "pod-uid1", on: "node-name1" },
+      { runMs: 200 },
+      {
+        expect: {
+          calls: { attach: 2, detach: 1 },
+          state: { "node-name1": "Detached", "node-name2": "Attached" },
+        },
+      },
+    ],
+  },
+  {
+    name: "8 Test_Run_OneVolumeAttachAndDetachUncertainNodesWithReadWriteOnce",
+    steps: [
+      { addNode: "node-name2" },
+      { addPod: "pod-uid1", on: UNCERTAIN_ATTACH_NODE },
+      { runMs: LOOP_MS },
+      {
+        expect: {
+          state: { [UNCERTAIN_ATTACH_NODE]: "Uncertain" },
+          reported: { [UNCERTAIN_ATTACH_NODE]: false },
+        },
+      },
+      { runMs: 1000 }, // the retry after the 500 ms backoff succeeds
+      {
+        expect: {
+          state: { [UNCERTAIN_ATTACH_NODE]: "Attached" },
+          reported: { [UNCERTAIN_ATTACH_NODE]: true },
+        },
+      },
+      { unmount: UNCERTAIN_ATTACH_NODE },
+      { deletePod: "pod-uid1", on: UNCERTAIN_ATTACH_NODE },
+      { runMs: 100 },
+      { expect: { state: { [UNCERTAIN_ATTACH_NODE]: "Detached" } } },
+      { addPod: "pod-uid2", on: "node-name2" },
+      { runMs: 100 },
+      { expect: { state: { "node-name2": "Attached" } } },
+    ],
+  },
+  {
+    name: "9 Test_Run_OneVolumeAttachAndDetachTimeoutNodesWithReadWriteOnce",
+    steps: [
+      { addNode: "node-name2" },
+      { addPod: "pod-uid1", on: TIMEOUT_ATTACH_NODE },
+      { runMs: 1000 },
+      {
+        expect: { state: { [TIMEOUT_ATTACH_NODE]: "Uncertain" }, reported: { [TIMEOUT_ATTACH_NODE]: false } },
+      },
+      { unmount: TIMEOUT_ATTACH_NODE },
+      { deletePod: "pod-uid1", on: TIMEOUT_ATTACH_NODE },
+      { runMs: 5000 }, // the detach waits out the failed attach's backoff
+      { expect: { state: { [TIMEOUT_ATTACH_NODE]: "Detached" } } },
+      { addPod: "pod-uid2", on: "node-name2" },
+      { runMs: 100 },
+      { expect: { state: { "node-name2": "Attached" } } },
+    ],
+  },
+  {
+    name: "10 Test_Run_UpdateNodeStatusFailBeforeOneVolumeDetachNodeWithReadWriteOnce",
+    steps: [
+      { addPod: "pod-uid1", on: "node-name1" },
+      { runMs: LOOP_MS },
+      { expect: { state: { "node-name1": "Attached" }, reported: { "node-name1": true } } },
+      { deletePod: "pod-uid1", on: "node-name1" },
+      { statusFails: true },
+      { runMs: 100 + LOOP_MS },
+      {
+        expect: {
+          calls: { detach: 0 },
+          state: { "node-name1": "Attached" },
+          reported: { "node-name1": true },
+        },
+      },
+    ],
+  },
+  {
+    name: "11 Test_Run_OneVolumeDetachFailNodeWithReadWriteOnce",
+    steps: [
+      { addNode: "node-name2" },
+      { addPod: "pod-uid1", on: FAIL_DETACH_NODE },
+      { runMs: 100 },
+      { expect: { state: { [FAIL_DETACH_NODE]: "Attached" }, reported: { [FAIL_DETACH_NODE]: true } } },
+      { deletePod: "pod-uid1", on: FAIL_DETACH_NODE },
+      { runMs: 100 },
+      { expect: { state: { [FAIL_DETACH_NODE]: "Uncertain" }, reported: { [FAIL_DETACH_NODE]: false } } },
+      { addPod: "pod-uid2", on: FAIL_DETACH_NODE },
+      { runMs: 1000 },
+      {
+        expect: {
+          state: { [FAIL_DETACH_NODE]: "Attached" },
+          statusUpdateNeeded: { [FAIL_DETACH_NODE]: true },
+        },
+      },
+      { addPod: "pod-uid3", on: "node-name2" },
+      { runMs: 100 },
+      {
+        expect: {
+          state: { [FAIL_DETACH_NODE]: "Attached", "node-name2": "Detached" },
+          statusUpdateNeeded: { [FAIL_DETACH_NODE]: false, "node-name2": false },
+        },
+      },
+    ],
+  },
+  {
+    name: "12 Test_Run_OneVolumeDetachOnOutOfServiceTaintedNode",
+    options: { maxWaitForUnmountMs: 4_200_000 },
+    steps: [
+      { setNode: node("worker-0", { outOfService: true }) },
+      { addPod: "pod-uid1", on: "worker-0" },
+      { runMs: 100 },
+      attachedOnce,
+      { deletePod: "pod-uid1", on: "worker-0" },
+      { runMs: LOOP_MS },
+      { expect: { calls: { attach: 1, detach: 1 }, forced: { "out-of-service": 1, timeout: 0 } } },
+    ],
+  },
+  {
+    name: "13 Test_Run_OneVolumeDetachOnNoOutOfServiceTaintedNode",
+    options: { maxWaitForUnmountMs: 4_200_000 },
+    steps: [
+      { setNode: node("worker-0", {}) },
+      { addPod: "pod-uid1", on: "worker-0" },
+      { runMs: 100 },
+      attachedOnce,
+      { deletePod: "pod-uid1", on: "worker-0" },
+      { runMs: 1000 },
+      { expect: { calls: { attach: 1, detach: 0, newDetacher: 0 } } },
+    ],
+  },
+  {
+    name: "14 Test_Run_OneVolumeDetachOnUnhealthyNode",
+    steps: [
+      { setNode: node("worker-0", { ready: true }) },
+      { addPod: "pod-uid1", on: "worker-0" },
+      { runMs: 100 },
+      attachedOnce,
+      { deletePod: "pod-uid1", on: "worker-0" },
+      { runMs: 5 * MAX_WAIT_MS },
+      { expect: { calls: { attach: 1, detach: 0, newDetacher: 0 } } },
+      { setNode: node("worker-0", { ready: false }) },
+      { runMs: LOOP_MS },
+      { expect: { calls: { attach: 1, detach: 1 }, forced: { timeout: 1 } } },
+    ],
+  },
+  {
+    name: "15 Test_Run_OneVolumeDetachOnUnhealthyNodeWithForceDetachOnUnmountDisabled",
+    options: { disableForceDetachOnTimeout: true },
+    steps: [
+      { setNode: node("worker-0", { ready: true }) },
+      { addPod: "pod-uid1", on: "worker-0" },
+      { runMs: 100 },
+      attachedOnce,
+      { deletePod: "pod-uid1", on: "worker-0" },
+      { runMs: 5 * MAX_WAIT_MS },
+      { expect: { calls: { detach: 0 } } },
+      { setNode: node("worker-0", { ready: false }) },
+      { runMs: 5 * MAX_WAIT_MS },
+      {
+        expect: {
+          calls: { attach: 1, detach: 0, newDetacher: 0 },
+          forced: { timeout: 0, "out-of-service": 0 },
+        },
+      },
+      { setNode: node("worker-0", { ready: false, outOfService: true }) },
+      { runMs: LOOP_MS },
+      { expect: { calls: { attach: 1, detach: 1 }, forced: { timeout: 0, "out-of-service": 1 } } },
+    ],
+  },
+];
+
+describe("attach/detach reconciler (upstream reconciler_test.go)", () => {
+  for (const c of cases) {
+    test(c.name, () => play(harness(c.options), c.steps));
+  }
+});
+
+describe("attach/detach reconciler: Multi-Attach events (upstream Test_ReportWaitingOnDetach)", () => {
+  const prefix = 'Warning FailedAttachVolume Waiting for detach for volume "volume-name"';
+  const table: { name: string; holders: [string, string][]; want: string }[] = [
+    {
+      name: "no pods use the volume",
+      holders: [],
+      want: `${prefix} Volume is already exclusively attached to one node, waiting on detach before it can be attached to another node`,
+    },
+    {
+      name: "pods in the same namespace",
+      holders: [["node2", "ns1/pod2"]],
+      want: `${prefix} Volume is already used by pod(s) pod2`,
+    },
+    {
+      name: "pods in another namespace",
+      holders: [["node2", "ns2/pod2"]],
+      want: `${prefix} Volume is already used by 1 pod(s) in different namespaces`,
+    },
+    {
+      name: "pods in the same and another namespace",
+      holders: [
+        ["node2", "ns2/pod2"],
+        ["node3", "ns1/pod3"],
+      ],
+      want: `${prefix} Volume is already used by pod(s) pod3 and 1 pod(s) in different namespaces`,
+    },
+  ];
+  for (const { name, holders, want } of table) {
+    test(name, async () => {
+      // A long wait for unmount: the attachment elsewhere stays while the events are checked.
+      const h = harness({ maxWaitForUnmountMs: 4_200_000 });
+      const addPod = (nodeName: string, qualified: string) => {
+        const [namespace = "", podName = ""] = qualified.split("/");
+        h.dsw.addNode(nodeName);
+        const uid = `${nodeName}-${qualified}`;
+        h.dsw.addPod(uid, { metadata: { uid, name: podName, namespace } }, volumeSpec(), nodeName);
+      };
+      addPod("node1", "ns1/pod1");
+      for (const [nodeName, pod] of holders) addPod(nodeName, pod);
+      // Attached to the holders' nodes, or to a node no pod wants any more (as upstream's test passes them).
+      for (const attachedTo of holders.length > 0 ? holders.map(([n]) => n) : ["node0"]) {
+        h.asw.markVolumeAsAttached(VOLUME, volumeSpec(), attachedTo, "");
+      }
+      await h.run(LOOP_MS);
+      assert.deepEqual(h.events, [want]);
+      await h.run(100);
+      assert.deepEqual(h.events, [want], "reported once");
+    });
+  }
+});
+
+describe("attach/detach reconciler: operations (derived from upstream code)", () => {
+  test("a failing attach is retried after 500 ms, doubling; events name the pods each time", async () => {
+    const h = harness();
+    h.dsw.addNode(TIMEOUT_ATTACH_NODE);
+    h.dsw.addPod("pod-uid", newPod("pod-uid"), volumeSpec(), TIMEOUT_ATTACH_NODE);
+    await h.run(4000);
+    // Attempts at 0, 510, 1520 and 3530 ms: each waits until its backoff has passed.
+    assert.equal(h.fake.calls.attach, 4);
+    assert.equal(
+      h.events[0],
+      `Warning FailedAttachVolume AttachVolume.Attach failed for volume "volume-name" : timed out to attach volume "${VOLUME.slice("kubernetes.io/csi/".length)}" to node "${TIMEOUT_ATTACH_NODE}"`,
+    );
+    assert.equal(h.events.length, 4);
+  });
+
+  test("a successful attach emits SuccessfulAttachVolume", async () => {
+    const h = harness();
+    h.dsw.addNode("node-name");
+    h.dsw.addPod("pod-uid", newPod("pod-uid"), volumeSpec(), "node-name");
+    await h.run(LOOP_MS);
+    assert.deepEqual(h.events, [
+      'Normal SuccessfulAttachVolume AttachVolume.Attach succeeded for volume "volume-name" ',
+    ]);
+  });
+
+  test("the safe-to-detach check refuses while node status lists the volume in use", async () => {
+    const h = harness({ maxWaitForUnmountMs: 4_200_000 });
+    h.dsw.addNode("node-name");
+    h.dsw.addPod("pod-uid", newPod("pod-uid"), volumeSpec(), "node-name");
+    await h.run(LOOP_MS);
+    h.dsw.deletePod("pod-uid", VOLUME, "node-name");
+    // The informer's copy says unmounted; the apiserver's node still lists it.
+    h.asw.setVolumesMountedByNode([], "node-name");
+    h.nodes.set("node-name", { metadata: { name: "node-name" }, status: { volumesInUse: [VOLUME] } });
+    await h.run(LOOP_MS);
+    assert.equal(h.fake.calls.detach, 0);
+    assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Uncertain");
+    assert.equal(reported(h, "node-name"), false);
+    h.nodes.set("node-name", { metadata: { name: "node-name" }, status: { volumesInUse: [] } });
+    await h.run(1000);
+    assert.equal(h.fake.calls.detach, 1);
+    assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Detached");
+  });
+
+  test("a detach keyed per node (no spec) blocks an RWO attach elsewhere (nested keys)", async () => {
+    const h = harness({ maxWaitForUnmountMs: 4_200_000 });
+    let release = () => {};
+    const detacher = h.fake.plugin.newDetacher.bind(h.fake.plugin);
+    h.fake.plugin.newDetacher = () => ({
+      detach: (name, nodeName) =>
+        new Promise<void>((resolve) => {
+          release = () => {
+            void detacher().detach(name, nodeName).then(resolve);
+          };
+        }),
+    });
+    // Known from node1's status only (no spec, so multi-attach is assumed and the key is per node).
+    h.asw.markVolumeAsAttached(VOLUME, undefined, "node1", "");
+    h.asw.setVolumesMountedByNode([], "node1");
+    await h.reconciler.reconcile();
+    assert.equal(h.executor.isOperationPending(VOLUME, "node1"), true);
+    h.dsw.addNode("node2");
+    h.dsw.addPod("pod-uid", newPod("pod-uid"), volumeSpec(), "node2");
+    await h.reconciler.reconcile();
+    assert.equal(h.fake.calls.attach, 0, "no attach while the detach runs");
+    release();
+    await h.executor.waitForCompletion();
+    await h.run(LOOP_MS);
+    assert.equal(h.fake.calls.attach, 1);
+    assert.equal(h.asw.getAttachState(VOLUME, "node2"), "Attached");
+  });
+
+  test("every sync period the plugins verify the attachments; vanished ones are forgotten", async () => {
+    const h = harness({ syncPeriodMs: 60_000 });
+    h.dsw.addNode("node-name");
+    h.dsw.addPod("pod-uid", newPod("pod-uid"), volumeSpec(), "node-name");
+    await h.run(LOOP_MS);
+    h.fake.attached.clear(); // detached behind the controller's back
+    h.clock.advance(60_000 - LOOP_MS);
+    await h.reconciler.reconcile();
+    assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Attached", "not yet past the period");
+    h.clock.advance(1);
+    await h.reconciler.reconcile();
+    await h.executor.waitForCompletion();
+    assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Detached");
+    await h.run(LOOP_MS);
+    assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Attached", "the next pass attaches it again");
+  });
+
+  test("run() passes every loop period until aborted", async () => {
+    const h = harness();
+    let passes = 0;
+    const reconcile = h.reconciler.reconcile.bind(h.reconciler);
+    h.reconciler.reconcile = () => {
+      passes++;
+      return reconcile();
+    };
+    const abort = new AbortController();
+    const done = h.reconciler.run(abort.signal);
+    await new Promise(setImmediate);
+    h.clock.advance(100);
+    await new Promise(setImmediate);
+    h.clock.advance(100);
+    await new Promise(setImmediate);
+    abort.abort();
+    await done;
+    assert.equal(passes, 3);
+  });
+});
