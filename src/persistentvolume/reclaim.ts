@@ -67,21 +67,34 @@ export async function reclaimVolume(ctx: BinderContext, volume: V1PersistentVolu
   }
 }
 
-/** Recycles a released volume. Failures are reported on the volume, not thrown: the next sync retries. */
-async function recycleVolumeOperation(ctx: BinderContext, volume: V1PersistentVolume): Promise<void> {
-  const name = volume.metadata?.name ?? "";
-  // An earlier operation may have saved a newer version meanwhile.
+/**
+ * The volume as the API has it now, if it still needs `what`: an earlier operation may have saved a
+ * newer version meanwhile. Undefined (logged) when it cannot be read or is no longer released.
+ */
+async function stillReleased(
+  ctx: BinderContext,
+  name: string,
+  what: string,
+): Promise<V1PersistentVolume | undefined> {
   let current: V1PersistentVolume;
   try {
     current = await ctx.api.getVolume(name);
   } catch (err) {
     ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Error reading persistent volume");
-    return;
+    return undefined;
   }
   if (!isVolumeReleased(ctx, current)) {
-    ctx.log.debug({ volumeName: name }, "Volume no longer needs recycling, skipping");
-    return;
+    ctx.log.debug({ volumeName: name }, `Volume no longer needs ${what}, skipping`);
+    return undefined;
   }
+  return current;
+}
+
+/** Recycles a released volume. Failures are reported on the volume, not thrown: the next sync retries. */
+async function recycleVolumeOperation(ctx: BinderContext, volume: V1PersistentVolume): Promise<void> {
+  const name = volume.metadata?.name ?? "";
+  const current = await stillReleased(ctx, name, "recycling");
+  if (!current) return;
   const pods = podsUsingVolume(ctx, current);
   // A cached claim of that name is a new claim (this volume is released), using another volume.
   const ref = volume.spec?.claimRef;
@@ -161,18 +174,8 @@ async function deleteVolumeOperation(ctx: BinderContext, volume: V1PersistentVol
     ctx.log.debug({ volumeName: name }, "External deleter for volume requested, ignoring");
     return;
   }
-  // An earlier operation may have saved a newer version meanwhile.
-  let current: V1PersistentVolume;
-  try {
-    current = await ctx.api.getVolume(name);
-  } catch (err) {
-    ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Error reading persistent volume");
-    return;
-  }
-  if (!isVolumeReleased(ctx, current)) {
-    ctx.log.debug({ volumeName: name }, "Volume no longer needs deletion, skipping");
-    return;
-  }
+  const current = await stillReleased(ctx, name, "deletion");
+  if (!current) return;
   try {
     await doDeleteVolume(ctx, plugin, volume);
   } catch (err) {
