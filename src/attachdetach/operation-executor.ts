@@ -6,7 +6,9 @@ import type { LogSink } from "../runtime/logger.js";
 import type { EventSink } from "../persistentvolume/pv-controller.js";
 import { ExponentialBackoff } from "../util/exponential-backoff.js";
 import {
+  fullyQualifiedPluginName,
   isAttachable,
+  PLUGIN_NAME_NOT_AVAILABLE,
   specName,
   splitUniqueVolumeName,
   type AttachableVolumePlugin,
@@ -31,6 +33,16 @@ export interface NodeReader {
   getNode(nodeName: string, signal?: AbortSignal): Promise<V1Node | undefined>;
 }
 
+/** storage_operation_duration_seconds. */
+export interface OperationMetrics {
+  operationCompleted(
+    pluginName: string,
+    operationName: OperationName,
+    seconds: number,
+    success: boolean,
+  ): void;
+}
+
 export interface OperationExecutorOptions {
   plugins: ExecutorPluginFinder;
   asw: ActualStateOfWorld;
@@ -40,6 +52,7 @@ export interface OperationExecutorOptions {
   log: LogSink;
   /** Aborts the plugins' attach/detach calls on shutdown. */
   signal?: AbortSignal;
+  metrics?: OperationMetrics;
 }
 
 /**
@@ -125,7 +138,16 @@ export class OperationExecutor {
    */
   attachVolume(volume: VolumeToAttach): boolean {
     const nodeKey = isMultiAttachAllowed(volume.volumeSpec) ? volume.nodeName : "";
-    return this.#run(volume.volumeName, nodeKey, "volume_attach", () => this.#attach(volume));
+    let pluginName = PLUGIN_NAME_NOT_AVAILABLE;
+    try {
+      pluginName = fullyQualifiedPluginName(
+        this.#o.plugins.findPluginBySpec(volume.volumeSpec).name,
+        volume.volumeSpec,
+      );
+    } catch {
+      // the attach itself reports the missing plugin
+    }
+    return this.#run(volume.volumeName, nodeKey, "volume_attach", pluginName, () => this.#attach(volume));
   }
 
   /**
@@ -138,7 +160,10 @@ export class OperationExecutor {
     const { plugin, name } = this.#detachablePlugin(volume);
     const detacher = plugin.newDetacher();
     const nodeKey = isMultiAttachAllowed(volume.volumeSpec) ? volume.nodeName : "";
-    return this.#run(volume.volumeName, nodeKey, "volume_detach", async () => {
+    const pluginName = volume.volumeSpec
+      ? fullyQualifiedPluginName(plugin.name, volume.volumeSpec)
+      : plugin.name;
+    return this.#run(volume.volumeName, nodeKey, "volume_detach", pluginName, async () => {
       try {
         if (verifySafeToDetach) await this.#verifySafeToDetach(volume);
         await detacher.detach(name, volume.nodeName, this.#o.signal);
@@ -341,7 +366,13 @@ export class OperationExecutor {
   }
 
   /** upstream nestedPendingOperations.Run: refuses while pending, or in backoff for the same operation. */
-  #run(volumeName: string, nodeName: string, operationName: OperationName, fn: () => Promise<void>): boolean {
+  #run(
+    volumeName: string,
+    nodeName: string,
+    operationName: OperationName,
+    pluginName: string,
+    fn: () => Promise<void>,
+  ): boolean {
     let entry = this.#find(volumeName, nodeName);
     if (entry?.pending) return false;
     if (entry && !entry.backoff.safeToRetry(this.#o.clock.now())) {
@@ -359,15 +390,22 @@ export class OperationExecutor {
       this.#operations.push(entry);
     }
     const op = entry;
+    const startedAt = this.#o.clock.now();
+    const completed = (success: boolean) => {
+      const seconds = (this.#o.clock.now() - startedAt) / 1000;
+      this.#o.metrics?.operationCompleted(pluginName, operationName, seconds, success);
+    };
     // Asynchronous, like upstream's goroutine: nothing of fn runs before the caller's pass ends.
     this.#track(
       Promise.resolve()
         .then(fn)
         .then(
           () => {
+            completed(true);
             this.#operations.splice(this.#operations.indexOf(op), 1);
           },
           (err: unknown) => {
+            completed(false);
             op.pending = false;
             op.backoff.update(this.#o.clock.now());
             this.#o.log.error(

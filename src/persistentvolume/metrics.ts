@@ -1,14 +1,17 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass } from "@kubernetes/client-node";
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Counter, Histogram, type Registry } from "prom-client";
 import type { Clock } from "../runtime/clock.js";
-import { oncePerRegistry } from "../runtime/metrics.js";
-import { specFromPersistentVolume, type VolumePlugin, type VolumeSpec } from "../volume/plugin.js";
+import { countGauge, oncePerRegistry } from "../runtime/metrics.js";
+import {
+  fullyQualifiedPluginName,
+  PLUGIN_NAME_NOT_AVAILABLE,
+  specFromPersistentVolume,
+  type VolumePlugin,
+  type VolumeSpec,
+} from "../volume/plugin.js";
 import { ClaimPhase, VolumePhase } from "./annotations.js";
 import type { CsiMigration } from "./pv-controller.js";
 import { claimVAC, getClaimClass } from "./pv-helpers.js";
-
-/** The plugin_name of a volume, or of an operation, whose plugin cannot be determined. */
-export const PLUGIN_NAME_NOT_AVAILABLE = "N/A";
 
 /** The operation_name label values: the operations whose end-to-end time is measured. */
 export type VolumeOperation = "provision" | "delete";
@@ -236,30 +239,6 @@ function createInstruments(registry: Registry): Instruments {
   };
 }
 
-/** A gauge set on each scrape to how many times each label set is yielded by `count`. */
-function countGauge<L extends string>(
-  registry: Registry,
-  opts: { name: string; help: string; labelNames: readonly L[]; count: () => Iterable<Record<L, string>> },
-): void {
-  new Gauge({
-    name: opts.name,
-    help: opts.help,
-    labelNames: opts.labelNames,
-    registers: [registry],
-    collect() {
-      const counts = new Map<string, { labels: Record<L, string>; n: number }>();
-      for (const labels of opts.count()) {
-        const key = JSON.stringify(opts.labelNames.map((l) => labels[l]));
-        const entry = counts.get(key);
-        if (entry) entry.n++;
-        else counts.set(key, { labels, n: 1 });
-      }
-      this.reset();
-      for (const { labels, n } of counts.values()) this.set(labels, n);
-    },
-  });
-}
-
 /** The plugin handling the volume, qualified by the CSI driver for CSI volumes (upstream getPVPluginName). */
 function pluginName(source: CollectorSource, volume: V1PersistentVolume): string {
   let name: string;
@@ -268,8 +247,7 @@ function pluginName(source: CollectorSource, volume: V1PersistentVolume): string
   } catch {
     return PLUGIN_NAME_NOT_AVAILABLE;
   }
-  const driver = volume.spec?.csi?.driver;
-  return driver === undefined ? name : `${name}:${driver}`;
+  return fullyQualifiedPluginName(name, specFromPersistentVolume(volume, true));
 }
 
 /**

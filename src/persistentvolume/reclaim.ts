@@ -2,6 +2,7 @@ import type { V1PersistentVolume } from "@kubernetes/client-node";
 import { errorMessage, isNotFound } from "../runtime/api-errors.js";
 import {
   DeletedVolumeInUseError,
+  PLUGIN_NAME_NOT_AVAILABLE,
   specFromPersistentVolume,
   type DeletableVolumePlugin,
   type RecyclableVolumePlugin,
@@ -16,7 +17,7 @@ import {
   VolumePhase,
 } from "./annotations.js";
 import { hasAnnotation, unbindVolume, updateVolumePhaseWithEvent } from "./bind.js";
-import { classProvisionerName, PLUGIN_NAME_NOT_AVAILABLE } from "./metrics.js";
+import { classProvisionerName } from "./metrics.js";
 import type { BinderContext, CsiMigration } from "./pv-controller.js";
 import { getVolumeClass } from "./pv-helpers.js";
 

@@ -80,8 +80,12 @@ export class VolumePluginManager {
     await this.refreshProbedPlugins();
   }
 
-  /** Applies what the probers report since the last call. Never rejects: probe errors are logged. */
-  refreshProbedPlugins(): Promise<void> {
+  /**
+   * Applies what the probers report since the last call and resolves whether a plugin came or went
+   * (callers then look again at volumes they skipped). Never rejects: probe errors are logged.
+   */
+  refreshProbedPlugins(): Promise<boolean> {
+    let changed = false;
     this.#refreshing = this.#refreshing.then(async () => {
       for (const prober of this.#probers) {
         let events: ProbeEvent[];
@@ -91,25 +95,27 @@ export class VolumePluginManager {
           this.logger.error({ err }, "Error dynamically probing plugins");
           continue;
         }
-        for (const event of events) this.#apply(event);
+        for (const event of events) changed = this.#apply(event) || changed;
       }
     });
-    return this.#refreshing;
+    return this.#refreshing.then(() => changed);
   }
 
-  #apply(event: ProbeEvent): void {
+  /** Whether the event changed the probed plugins. */
+  #apply(event: ProbeEvent): boolean {
     if (event.op === "remove") {
-      this.#probed.delete(event.pluginName);
-      return;
+      this.logger.info({ pluginName: event.pluginName }, "Unloaded volume plugin");
+      return this.#probed.delete(event.pluginName);
     }
     try {
       checkQualifiedName(event.plugin.name);
     } catch (err) {
       this.logger.error({ err }, "Error initializing dynamically probed plugin");
-      return;
+      return false;
     }
     this.#probed.set(event.plugin.name, event.plugin);
     this.logger.info({ pluginName: event.plugin.name }, "Loaded volume plugin");
+    return true;
   }
 
   /** The one plugin that supports the spec; throws when none or several do. */

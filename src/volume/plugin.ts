@@ -157,6 +157,18 @@ export function uniqueVolumeName(pluginName: string, volumeName: string): string
   return `${pluginName}/${volumeName}`;
 }
 
+/** The plugin label of a volume or operation whose plugin cannot be determined. */
+export const PLUGIN_NAME_NOT_AVAILABLE = "N/A";
+
+/**
+ * A plugin name for metrics, qualified by the CSI driver for CSI volumes, e.g. "kubernetes.io/csi:ebs.csi.aws.com"
+ * (upstream GetFullQualifiedPluginNameForVolume).
+ */
+export function fullyQualifiedPluginName(pluginName: string, spec: VolumeSpec): string {
+  const driver = spec.volume ? spec.volume.csi?.driver : spec.persistentVolume.spec?.csi?.driver;
+  return driver === undefined ? pluginName : `${pluginName}:${driver}`;
+}
+
 /** Inverse of uniqueVolumeName, for detaching a volume known only from node status (no spec). */
 export function splitUniqueVolumeName(unique: string): { pluginName: string; volumeName: string } {
   const [prefix, plugin, ...rest] = unique.split("/");

@@ -192,8 +192,9 @@ describe("VolumePluginManager", () => {
     assert.equal(m.findPluginBySpec(nfsSpec()).name, "flexvolume-v/one");
 
     const replacement = nfsPlugin("flexvolume-v/one");
+    assert.equal(await m.refreshProbedPlugins(), false, "nothing probed: nothing changed");
     prober.pending.push([{ op: "update", plugin: replacement }]);
-    await m.refreshProbedPlugins();
+    assert.equal(await m.refreshProbedPlugins(), true);
     assert.equal(m.findPluginByName("flexvolume-v/one"), replacement);
 
     prober.pending.push([{ op: "add", plugin: nfsPlugin("a.io/static", "elsewhere") }]);
@@ -204,7 +205,7 @@ describe("VolumePluginManager", () => {
       { op: "remove", pluginName: "flexvolume-v/one" },
       { op: "remove", pluginName: "a.io/static" },
     ]);
-    await m.refreshProbedPlugins();
+    assert.equal(await m.refreshProbedPlugins(), true);
     assert.throws(() => m.findPluginBySpec(nfsSpec()), NoPluginMatchedError);
     assert.equal(m.findPluginByName("a.io/static").canSupport(nfsSpec("static")), true);
   });
