@@ -5,7 +5,8 @@ import { PersistentVolumeMetrics } from "./persistentvolume/metrics.js";
 import { PersistentVolumeBinder } from "./persistentvolume/pv-controller-base.js";
 import { realClock } from "./runtime/clock.js";
 import { EventRecorder } from "./runtime/events/recorder.js";
-import { defaultPlugins } from "./volume/default-plugins.js";
+import { AttachDetachController } from "./attachdetach/attach-detach-controller.js";
+import { defaultPlugins, type DefaultPluginsOptions } from "./volume/default-plugins.js";
 import { VolumePluginManager } from "./volume/plugin-manager.js";
 import { PVCProtectionController } from "./protection/pvc-protection-controller.js";
 import { PVProtectionController } from "./protection/pv-protection-controller.js";
@@ -36,23 +37,8 @@ export interface Controller {
 const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => Controller>> = {
   "persistentvolume-binder-controller": (ctx) => {
     const plugins = new VolumePluginManager(ctx.logger);
-    plugins.register(
-      defaultPlugins({
-        enableHostPathProvisioner: ctx.config.enableHostPathProvisioner,
-        pods: ctx.clients.core,
-        recyclerMinimumTimeoutHostPath: ctx.config.recyclerHostPath.minimumTimeoutSeconds,
-        recyclerTimeoutIncrementHostPath: ctx.config.recyclerHostPath.timeoutIncrementSeconds,
-        ...(ctx.config.recyclerHostPath.podTemplate && {
-          recyclerPodTemplateHostPath: ctx.config.recyclerHostPath.podTemplate,
-        }),
-      }),
-    );
-    const events = new EventRecorder({
-      component: "persistentvolume-controller",
-      core: ctx.clients.core,
-      clock: realClock,
-      logger: ctx.logger,
-    });
+    plugins.register(defaultPlugins(pluginOptions(ctx)));
+    const events = eventRecorder(ctx, "persistentvolume-controller");
     const binder = new PersistentVolumeBinder({
       ...common(ctx),
       plugins,
@@ -75,11 +61,62 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
       },
     };
   },
+  "persistentvolume-attach-detach-controller": (ctx) => {
+    const plugins = new VolumePluginManager(ctx.logger);
+    plugins.register(
+      defaultPlugins({
+        ...pluginOptions(ctx),
+        csi: {
+          volumeAttachments: ctx.clients.storage,
+          csiDrivers: ctx.informers.csiDrivers().store,
+        },
+      }),
+    );
+    const events = eventRecorder(ctx, "attachdetach-controller");
+    const controller = new AttachDetachController({
+      clients: ctx.clients,
+      informers: ctx.informers,
+      plugins,
+      events,
+      logger: ctx.logger,
+      registry: ctx.registry,
+      workqueueMetrics: ctx.workqueueMetrics,
+      reconcilerSyncPeriodMs: ctx.config.attachDetachReconcileSyncPeriodMs,
+      disableReconciliationSync: ctx.config.disableAttachDetachReconcileSync,
+      disableForceDetachOnTimeout: ctx.config.disableForceDetachOnTimeout,
+    });
+    return {
+      run: async (signal) => {
+        try {
+          await controller.run(signal);
+        } finally {
+          await events.close();
+        }
+      },
+    };
+  },
   "persistentvolumeclaim-protection-controller": (ctx) =>
     new PVCProtectionController({ ...common(ctx), metrics: ctx.workqueueMetrics }),
   "persistentvolume-protection-controller": (ctx) =>
     new PVProtectionController({ ...common(ctx), metrics: ctx.workqueueMetrics }),
 };
+
+/** The built-in plugins' settings from the flags (the CSI plugin is the attach/detach controller's own). */
+function pluginOptions(ctx: ControllerContext): DefaultPluginsOptions {
+  return {
+    enableHostPathProvisioner: ctx.config.enableHostPathProvisioner,
+    pods: ctx.clients.core,
+    recyclerMinimumTimeoutHostPath: ctx.config.recyclerHostPath.minimumTimeoutSeconds,
+    recyclerTimeoutIncrementHostPath: ctx.config.recyclerHostPath.timeoutIncrementSeconds,
+    ...(ctx.config.recyclerHostPath.podTemplate && {
+      recyclerPodTemplateHostPath: ctx.config.recyclerHostPath.podTemplate,
+    }),
+  };
+}
+
+function eventRecorder(ctx: ControllerContext, component: string): EventRecorder {
+  return new EventRecorder({ component, core: ctx.clients.core, clock: realClock, logger: ctx.logger });
+}
 
 function common({ clients, informers, logger }: ControllerContext) {
   return { clients, informers, logger };

@@ -1,0 +1,354 @@
+import type { V1Node, V1Pod } from "@kubernetes/client-node";
+import type { Registry } from "prom-client";
+import { errorMessage, isNotFound } from "../runtime/api-errors.js";
+import { abortableRequest, type ApiClients } from "../runtime/client.js";
+import { realClock, sleep, type Clock } from "../runtime/clock.js";
+import type { InformerFactory } from "../runtime/informer/index.js";
+import { objectKey } from "../runtime/informer/store.js";
+import type { LogSink } from "../runtime/logger.js";
+import {
+  newRateLimitingQueue,
+  runWorkers,
+  type RateLimitingQueue,
+  type WorkqueueMetrics,
+} from "../runtime/workqueue/index.js";
+import type { EventSink } from "../persistentvolume/pv-controller.js";
+import { isPodTerminated, POD_PVC_INDEX, podPVCKeys } from "../protection/pod-usage.js";
+import type { VolumeSpec } from "../volume/plugin.js";
+import type { VolumePluginManager } from "../volume/plugin-manager.js";
+import { ActualStateOfWorld } from "./cache/actual-state-of-world.js";
+import { DesiredStateOfWorld } from "./cache/desired-state-of-world.js";
+import { AttachDetachMetrics } from "./metrics.js";
+import { OperationExecutor } from "./operation-executor.js";
+import { DesiredStateOfWorldPopulator } from "./populator/desired-state-of-world-populator.js";
+import { nodeHealthFrom, Reconciler } from "./reconciler.js";
+import { populateActualStateOfWorld, populateDesiredStateOfWorld } from "./state-recovery.js";
+import { APINodeStatusUpdater } from "./statusupdater/node-status-updater.js";
+import {
+  CONTROLLER_MANAGED_ATTACH_ANNOTATION,
+  createVolumeSpec,
+  processPodVolumes,
+  type VolumeLookups,
+} from "./util.js";
+
+function nodeName(node: V1Node): string {
+  return node.metadata?.name ?? "";
+}
+
+/** Upstream's TimerConfig: production defaults; tests shorten them. */
+export interface TimerConfig {
+  reconcilerLoopPeriodMs: number;
+  /** How long a mounted volume on an unhealthy node waits before a forced detach. */
+  maxWaitForUnmountMs: number;
+  desiredStateOfWorldPopulatorLoopPeriodMs: number;
+  desiredStateOfWorldPopulatorListPodsRetryDurationMs: number;
+}
+
+export const DEFAULT_TIMER_CONFIG: TimerConfig = {
+  reconcilerLoopPeriodMs: 100,
+  maxWaitForUnmountMs: 6 * 60_000,
+  desiredStateOfWorldPopulatorLoopPeriodMs: 60_000,
+  desiredStateOfWorldPopulatorListPodsRetryDurationMs: 3 * 60_000,
+};
+
+export interface AttachDetachControllerOptions {
+  clients: Pick<ApiClients, "core">;
+  informers: InformerFactory;
+  /** Attachable plugins (CSI, FlexVolume, …); probers added to it are refreshed every loop period. */
+  plugins: VolumePluginManager;
+  events: EventSink;
+  logger: LogSink;
+  registry?: Registry;
+  workqueueMetrics?: WorkqueueMetrics;
+  clock?: Clock;
+  /** --attach-detach-reconcile-sync-period. */
+  reconcilerSyncPeriodMs: number;
+  /** --disable-attach-detach-reconcile-sync. */
+  disableReconciliationSync: boolean;
+  /** --disable-force-detach-on-timeout. */
+  disableForceDetachOnTimeout: boolean;
+  timers?: Partial<TimerConfig>;
+}
+
+/**
+ * The attach/detach controller (upstream attachdetach.attachDetachController): informer handlers and
+ * the populator keep the desired state (which pods on managed nodes need which attachable volumes);
+ * the reconciler drives the actual state toward it through the plugins and writes
+ * node.status.volumesAttached. At start-up the actual state is rebuilt from node statuses and
+ * VolumeAttachments before anything runs, so a restart neither detaches a volume in use nor forgets
+ * one that is attached.
+ */
+export class AttachDetachController {
+  readonly dsw: DesiredStateOfWorld;
+  readonly asw: ActualStateOfWorld;
+  readonly #o: AttachDetachControllerOptions;
+  readonly #timers: TimerConfig;
+  readonly #clock: Clock;
+  readonly #log: LogSink;
+  readonly #informers;
+  readonly #lookups: VolumeLookups;
+  readonly #pvcQueue: RateLimitingQueue;
+  readonly #stop = new AbortController();
+  readonly #executor: OperationExecutor;
+  readonly #reconciler: Reconciler;
+  readonly #populator: DesiredStateOfWorldPopulator;
+  readonly #metrics: AttachDetachMetrics | undefined;
+
+  /** Registers informers, the pods-by-claim index and the handlers: call before the factory starts. */
+  constructor(options: AttachDetachControllerOptions) {
+    this.#o = options;
+    this.#timers = { ...DEFAULT_TIMER_CONFIG, ...options.timers };
+    this.#clock = options.clock ?? realClock;
+    this.#log = options.logger;
+    const f = options.informers;
+    this.#informers = {
+      pods: f.pods(),
+      nodes: f.nodes(),
+      pvcs: f.persistentVolumeClaims(),
+      pvs: f.persistentVolumes(),
+      csiNodes: f.csiNodes(),
+      csiDrivers: f.csiDrivers(),
+      volumeAttachments: f.volumeAttachments(),
+    };
+    const { pods, nodes, pvcs, pvs } = this.#informers;
+    pods.addIndexers({ [POD_PVC_INDEX]: podPVCKeys }); // shared with the protection controllers
+    this.#lookups = {
+      getClaim: (namespace, name) => pvcs.store.get(`${namespace}/${name}`),
+      getVolume: (name) => pvs.store.get(name),
+    };
+    this.dsw = new DesiredStateOfWorld(options.plugins);
+    this.asw = new ActualStateOfWorld(options.plugins, this.#clock, this.#log);
+    this.#pvcQueue = newRateLimitingQueue({
+      name: "pvcs",
+      clock: this.#clock,
+      metrics: options.workqueueMetrics,
+    });
+
+    if (options.registry) {
+      this.#metrics = new AttachDetachMetrics(options.registry, {
+        desiredVolumeSpecs: () => this.dsw.getVolumesToAttach().map((v) => v.volumeSpec),
+        actualVolumeSpecs: () => this.asw.getAttachedVolumes().map((v) => v.volumeSpec),
+        podVolumes: () => this.#scheduledPodVolumes(),
+        findPluginBySpec: (spec) => options.plugins.findPluginBySpec(spec),
+      });
+    }
+    this.#executor = new OperationExecutor({
+      plugins: options.plugins,
+      asw: this.asw,
+      nodes: {
+        getNode: async (name, signal) => {
+          try {
+            return await options.clients.core.readNode({ name }, signal && abortableRequest(signal));
+          } catch (err) {
+            if (isNotFound(err)) return undefined;
+            throw err;
+          }
+        },
+      },
+      events: options.events,
+      clock: this.#clock,
+      log: this.#log,
+      signal: this.#stop.signal,
+      ...(this.#metrics && { metrics: this.#metrics }),
+    });
+    this.#reconciler = new Reconciler({
+      dsw: this.dsw,
+      asw: this.asw,
+      executor: this.#executor,
+      nodeStatusUpdater: new APINodeStatusUpdater({
+        core: options.clients.core,
+        getNode: (name) => nodes.store.get(name),
+        asw: this.asw,
+        log: this.#log,
+      }),
+      nodes: nodeHealthFrom((name) => nodes.store.get(name)),
+      events: options.events,
+      clock: this.#clock,
+      log: this.#log,
+      ...(this.#metrics && { metrics: this.#metrics }),
+      loopPeriodMs: this.#timers.reconcilerLoopPeriodMs,
+      maxWaitForUnmountMs: this.#timers.maxWaitForUnmountMs,
+      syncPeriodMs: options.reconcilerSyncPeriodMs,
+      disableReconciliationSync: options.disableReconciliationSync,
+      disableForceDetachOnTimeout: options.disableForceDetachOnTimeout,
+    });
+    this.#populator = new DesiredStateOfWorldPopulator({
+      pods: pods.store,
+      lookups: this.#lookups,
+      dsw: this.dsw,
+      plugins: options.plugins,
+      clock: this.#clock,
+      log: this.#log,
+      loopPeriodMs: this.#timers.desiredStateOfWorldPopulatorLoopPeriodMs,
+      listPodsRetryDurationMs: this.#timers.desiredStateOfWorldPopulatorListPodsRetryDurationMs,
+    });
+
+    pods.addEventHandler({
+      onAdd: (pod) => {
+        this.#podAddedOrUpdated(pod);
+      },
+      onUpdate: (_, pod) => {
+        this.#podAddedOrUpdated(pod);
+      },
+      onDelete: (pod) => {
+        this.#processPodVolumes(pod, false);
+      },
+    });
+    nodes.addEventHandler({
+      onAdd: (node) => {
+        this.#nodeUpdated(node);
+        // A re-created node object starts without volumesAttached: write the report again (upstream #37586).
+        this.asw.setNodeStatusUpdateNeeded(nodeName(node));
+      },
+      onUpdate: (_, node) => {
+        this.#nodeUpdated(node);
+      },
+      onDelete: (node) => {
+        try {
+          this.dsw.deleteNode(nodeName(node));
+        } catch (err) {
+          // Expected while a drained node still has volumes; they are detached first.
+          this.#log.info(
+            { node: nodeName(node), err: errorMessage(err) },
+            "Error removing node from desired-state-of-world",
+          );
+        }
+        this.asw.setVolumesMountedByNode(node.status?.volumesInUse, nodeName(node));
+      },
+    });
+    pvcs.addEventHandler({
+      onAdd: (pvc) => {
+        this.#pvcQueue.add(objectKey(pvc));
+      },
+      onUpdate: (_, pvc) => {
+        this.#pvcQueue.add(objectKey(pvc));
+      },
+    });
+  }
+
+  /**
+   * Waits for the caches, rebuilds the actual and desired states, then runs the reconciler, the
+   * populator and the claims worker until `signal` aborts; resolves once their operations finished.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    this.#log.info({ controller: "attachdetach" }, "Starting attach detach controller");
+    const abort = () => {
+      this.#stop.abort(signal.reason);
+      this.#pvcQueue.shutDown();
+    };
+    signal.addEventListener("abort", abort, { once: true });
+    try {
+      const synced = await Promise.all(
+        Object.values(this.#informers).map((i) => i.waitForCacheSync(signal)),
+      ).then(
+        () => true,
+        () => false, // aborted
+      );
+      if (!synced) return;
+      this.#populateActualStateOfWorld();
+      this.#populateDesiredStateOfWorld();
+      await Promise.all([
+        this.#reconciler.run(signal),
+        this.#populator.run(signal),
+        this.#refreshProbedPlugins(signal),
+        runWorkers(
+          this.#pvcQueue,
+          1,
+          (key) => {
+            this.#syncPVCByKey(key);
+            this.#pvcQueue.forget(key);
+            return Promise.resolve();
+          },
+          signal,
+          (key, err) => {
+            this.#pvcQueue.addRateLimited(key);
+            this.#log.error({ pvc: key, err: errorMessage(err) }, "failed to sync pvc, will retry again");
+          },
+        ),
+      ]);
+    } finally {
+      signal.removeEventListener("abort", abort);
+      abort();
+      await this.#executor.waitForCompletion();
+      this.#metrics?.close();
+      this.#log.info({ controller: "attachdetach" }, "Shutting down attach detach controller");
+    }
+  }
+
+  /** Every node's attached volumes from its status, then every VolumeAttachment the nodes do not list. */
+  #populateActualStateOfWorld(): void {
+    populateActualStateOfWorld(
+      this.#informers.nodes.store.list(),
+      this.#informers.volumeAttachments.store.list(),
+      this.#lookups,
+      this.#o.plugins,
+      this.asw,
+      this.dsw,
+      this.#log,
+    );
+  }
+
+  #populateDesiredStateOfWorld(): void {
+    populateDesiredStateOfWorld(
+      this.#informers.pods.store.list(),
+      this.#informers.nodes.store,
+      this.dsw,
+      this.asw,
+      this.#o.plugins,
+      this.#lookups,
+      this.#log,
+    );
+  }
+
+  #podAddedOrUpdated(pod: V1Pod): void {
+    if (!pod.spec?.nodeName) return; // not scheduled
+    this.#processPodVolumes(pod, !isPodTerminated(pod));
+  }
+
+  #processPodVolumes(pod: V1Pod, addVolumes: boolean): void {
+    processPodVolumes(pod, addVolumes, this.dsw, this.#o.plugins, this.#lookups, this.#log);
+  }
+
+  #nodeUpdated(node: V1Node): void {
+    if (node.metadata?.annotations?.[CONTROLLER_MANAGED_ATTACH_ANNOTATION] !== undefined) {
+      this.dsw.addNode(nodeName(node));
+    }
+    this.asw.setVolumesMountedByNode(node.status?.volumesInUse, nodeName(node));
+  }
+
+  /** A claim became bound: the pods that wait for it can now have its volume attached. */
+  #syncPVCByKey(key: string): void {
+    const pvc = this.#informers.pvcs.store.get(key);
+    if (!pvc || pvc.status?.phase !== "Bound" || !pvc.spec?.volumeName) return;
+    for (const pod of this.#informers.pods.store.byIndex(POD_PVC_INDEX, key)) {
+      if (!pod.spec?.nodeName || isPodTerminated(pod)) continue;
+      this.#processPodVolumes(pod, true);
+    }
+  }
+
+  /** Applies plugins the probers found or lost; new ones may make skipped pod volumes attachable. */
+  async #refreshProbedPlugins(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      if (await this.#o.plugins.refreshProbedPlugins()) this.#populator.findAndAddActivePods();
+      try {
+        await sleep(this.#clock, this.#timers.reconcilerLoopPeriodMs, signal);
+      } catch {
+        return; // aborted
+      }
+    }
+  }
+
+  *#scheduledPodVolumes(): Iterable<{ nodeName: string; spec: VolumeSpec }> {
+    for (const pod of this.#informers.pods.store.list()) {
+      const node = pod.spec?.nodeName;
+      if (!node) continue;
+      for (const volume of pod.spec?.volumes ?? []) {
+        try {
+          yield { nodeName: node, spec: createVolumeSpec(pod, volume, this.#lookups) };
+        } catch {
+          // not countable, as upstream
+        }
+      }
+    }
+  }
+}
