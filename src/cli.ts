@@ -49,7 +49,7 @@ await yargs(hideBin(process.argv))
       }
       const { runDev } = await import("./dev.js");
       try {
-        await runDev(config);
+        await runDev(config, { demo: argv.demo });
       } catch (err) {
         fail(`error: ${(err as Error).message}`, 1);
       }

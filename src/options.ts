@@ -139,7 +139,8 @@ export const RUN_FLAGS = {
     type: "boolean",
     group: "Attach/detach:",
     default: false,
-    describe: "Never force-detach a volume still mounted after the 6-minute maximum wait on a healthy node.",
+    describe:
+      "Never force-detach a volume still mounted on an unhealthy node after the 6-minute maximum wait; only the node.kubernetes.io/out-of-service taint then forces a detach.",
   },
   "flex-volume-plugin-dir": {
     type: "string",
@@ -175,12 +176,32 @@ export const RUN_FLAGS = {
   },
 } as const satisfies Record<string, Options>;
 
-/** `kvc dev` takes the controller flags; the cluster and leader election are its own. */
-export const DEV_FLAGS = Object.fromEntries(
-  Object.entries(RUN_FLAGS)
-    .filter(([name, flag]) => flag.group !== "Leader election:" && name !== "kubeconfig" && name !== "master")
-    .map(([name, flag]) => [name, name === "bind-address" ? { ...flag, default: "127.0.0.1" } : flag]),
-) as Record<string, Options>;
+/** Where `kvc dev`'s defaults differ from `kvc run`'s: a single-node playground on loopback. */
+const DEV_DEFAULTS: Record<string, Partial<Options>> = {
+  "bind-address": { default: "127.0.0.1" },
+  "enable-hostpath-provisioner": { default: true },
+  "flex-volume-plugin-dir": {
+    default: "",
+    describe: `${RUN_FLAGS["flex-volume-plugin-dir"].describe} Default: a directory inside the embedded control plane's.`,
+  },
+};
+
+/** `kvc dev` takes the controller flags (the cluster and leader election are its own) and --demo. */
+export const DEV_FLAGS = {
+  ...(Object.fromEntries(
+    Object.entries(RUN_FLAGS)
+      .filter(
+        ([name, flag]) => flag.group !== "Leader election:" && name !== "kubeconfig" && name !== "master",
+      )
+      .map(([name, flag]) => [name, { ...flag, ...DEV_DEFAULTS[name] }]),
+  ) as Record<string, Options>),
+  demo: {
+    type: "boolean",
+    default: true,
+    describe:
+      "Apply the demo workload (static and provisioned claims, pods needing CSI attachment, a stand-in external-attacher) and show it settle; --no-demo for an empty cluster.",
+  },
+} satisfies Record<string, Options>;
 
 /** The validated `kvc run` configuration; durations in milliseconds. */
 export interface RunConfig {

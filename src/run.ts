@@ -15,8 +15,15 @@ import { WorkqueueMetrics } from "./runtime/workqueue/index.js";
  * lease exits the process with code 1 (as kube-controller-manager does): a replica that may have
  * stale state must not go on writing; its pod restarts and rejoins as a candidate.
  */
-export async function run(config: RunConfig): Promise<void> {
-  const log = createLogger({ verbosity: config.verbosity, format: config.loggingFormat });
+export async function run(
+  config: RunConfig,
+  { logDestination }: { logDestination?: NodeJS.WritableStream | undefined } = {},
+): Promise<void> {
+  const log = createLogger({
+    verbosity: config.verbosity,
+    format: config.loggingFormat,
+    destination: logDestination,
+  });
   const kubeConfig = loadKubeConfig(config.kubeconfig, config.master);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });

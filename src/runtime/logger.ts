@@ -28,7 +28,7 @@ export interface LoggerOptions {
   /** json (default, Kubernetes' structured shape) or text (pino-pretty, for people). */
   format: LoggingFormat;
   /** Where JSON lines go; stderr like klog unless a test captures them. */
-  destination?: NodeJS.WritableStream;
+  destination?: NodeJS.WritableStream | undefined;
 }
 
 /** Maps klog verbosity onto pino levels. */
