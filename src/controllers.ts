@@ -6,7 +6,9 @@ import { PersistentVolumeBinder } from "./persistentvolume/pv-controller-base.js
 import { realClock } from "./runtime/clock.js";
 import { EventRecorder } from "./runtime/events/recorder.js";
 import { AttachDetachController } from "./attachdetach/attach-detach-controller.js";
+import { errorMessage } from "./runtime/api-errors.js";
 import { defaultPlugins, type DefaultPluginsOptions } from "./volume/default-plugins.js";
+import { FlexVolumeProber } from "./volume/flexvolume/prober.js";
 import { VolumePluginManager } from "./volume/plugin-manager.js";
 import { PVCProtectionController } from "./protection/pvc-protection-controller.js";
 import { PVProtectionController } from "./protection/pv-protection-controller.js";
@@ -73,6 +75,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
       }),
     );
     const events = eventRecorder(ctx, "attachdetach-controller");
+    const prober = new FlexVolumeProber({ pluginDir: ctx.config.flexVolumePluginDir, log: ctx.logger });
     const controller = new AttachDetachController({
       clients: ctx.clients,
       informers: ctx.informers,
@@ -88,8 +91,19 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
     return {
       run: async (signal) => {
         try {
+          // Before the controller starts: its start-up must resolve FlexVolume specs, or it could
+          // detach their volumes as unwanted (upstream probes when the plugin manager starts, too).
+          await plugins.addProber(prober);
+        } catch (err) {
+          ctx.logger.error(
+            { dir: ctx.config.flexVolumePluginDir, err: errorMessage(err) },
+            "FlexVolume drivers are not available: cannot use the plugin directory",
+          );
+        }
+        try {
           await controller.run(signal);
         } finally {
+          prober.close();
           await events.close();
         }
       },

@@ -4,6 +4,7 @@ import type { Options } from "yargs";
 import { enabledControllers, type ControllerName } from "./controller-names.js";
 import type { LoggingFormat } from "./runtime/logger.js";
 import { formatDuration, parseDuration } from "./util/duration.js";
+import { DEFAULT_FLEX_VOLUME_PLUGIN_DIR } from "./volume/flexvolume/prober.js";
 
 /**
  * `kvc run` flags, named and defaulted as kube-controller-manager's so that a KCM command line for
@@ -145,7 +146,7 @@ export const RUN_FLAGS = {
   "flex-volume-plugin-dir": {
     type: "string",
     group: "Attach/detach:",
-    default: "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/",
+    default: DEFAULT_FLEX_VOLUME_PLUGIN_DIR,
     describe: "Directory searched for FlexVolume drivers (<vendor~driver>/<driver>), watched at run time.",
   },
   "bind-address": {

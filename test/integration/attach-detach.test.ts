@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import {
   CoreV1Api,
@@ -22,6 +25,7 @@ import { silentLogger } from "../../src/runtime/logger.js";
 import { waitFor } from "../../src/util/wait.js";
 import { attachmentName } from "../../src/volume/csi/attachment-name.js";
 import { defaultPlugins } from "../../src/volume/default-plugins.js";
+import { FlexVolumeProber } from "../../src/volume/flexvolume/prober.js";
 import { VolumePluginManager } from "../../src/volume/plugin-manager.js";
 import { waitGone } from "../support/api.js";
 
@@ -37,11 +41,14 @@ const NS = "default";
 const timeoutMs = 30_000;
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
+const FLEX_FIXTURE = fileURLToPath(new URL("../fixtures/flexvolume/fake-driver.sh", import.meta.url));
+
 /** The unique volume name the controller reports in node status for a CSI handle. */
 const uniqueName = (handle: string) => `kubernetes.io/csi/${DRIVER}^${handle}`;
 
 interface RunningController {
   controller: AttachDetachController;
+  plugins: VolumePluginManager;
   registry: Registry;
   stop(): Promise<void>;
 }
@@ -51,9 +58,10 @@ describe("attach/detach controller on a real apiserver", () => {
   let core: CoreV1Api;
   let storage: StorageV1Api;
   let running: RunningController;
+  let flexDir: string;
 
   /** Starts a controller with its own informers, as a restarted process would have. */
-  function startController(timers: Partial<TimerConfig> = {}): RunningController {
+  async function startController(timers: Partial<TimerConfig> = {}): Promise<RunningController> {
     const kubeConfig = cp.kubeConfig();
     const clients = new ApiClients(kubeConfig, { qps: -1, burst: 0 });
     const informers = new InformerFactory({ kubeConfig, apis: clients });
@@ -89,14 +97,18 @@ describe("attach/detach controller on a real apiserver", () => {
         ...timers,
       },
     });
+    const prober = new FlexVolumeProber({ pluginDir: flexDir, log: silentLogger, callTimeoutMs: 2_000 });
+    await plugins.addProber(prober);
     const stop = new AbortController();
     const done = Promise.all([informers.start(stop.signal), controller.run(stop.signal)]);
     return {
       controller,
+      plugins,
       registry,
       stop: async () => {
         stop.abort();
         await done;
+        prober.close();
         await events.close();
       },
     };
@@ -106,7 +118,8 @@ describe("attach/detach controller on a real apiserver", () => {
     cp = await LocalControlPlane.start();
     core = cp.kubeConfig().makeApiClient(CoreV1Api);
     storage = cp.kubeConfig().makeApiClient(StorageV1Api);
-    running = startController();
+    flexDir = join(cp.dir, "flexvolume");
+    running = await startController();
   });
 
   after(async () => {
@@ -444,7 +457,7 @@ describe("attach/detach controller on a real apiserver", () => {
       },
       mergePatch,
     );
-    running = startController();
+    running = await startController();
     await waitGone("the VolumeAttachment of the deleted pod", () =>
       storage.readVolumeAttachment({ name: attachmentName("vol-h3", DRIVER, "node-h") }),
     );
@@ -459,5 +472,114 @@ describe("attach/detach controller on a real apiserver", () => {
     for (const h of ["vol-h1", "vol-h2"]) {
       assert.equal(running.controller.asw.getAttachState(uniqueName(h), "node-h"), "Attached");
     }
+  });
+  test("FlexVolume: a driver dropped in while the controller runs attaches; a broken one gives events; removed, it is unregistered", async () => {
+    await createNode("node-x");
+    const flexClaim = async (name: string) => {
+      const pvc = await core.createNamespacedPersistentVolumeClaim({
+        namespace: NS,
+        body: {
+          metadata: { name: `claim-${name}` },
+          spec: {
+            accessModes: ["ReadWriteOnce"],
+            resources: { requests: { storage: "1Gi" } },
+            volumeName: name,
+            storageClassName: "",
+          },
+        },
+      });
+      await core.createPersistentVolume({
+        body: {
+          metadata: { name },
+          spec: {
+            capacity: { storage: "1Gi" },
+            accessModes: ["ReadWriteOnce"],
+            storageClassName: "",
+            claimRef: { namespace: NS, name: `claim-${name}`, uid: pvc.metadata!.uid! },
+            flexVolume: { driver: "kvc/fake", options: { volumeID: name } },
+          },
+        },
+      });
+      await core.patchNamespacedPersistentVolumeClaimStatus(
+        { namespace: NS, name: `claim-${name}`, body: { status: { phase: "Bound" } } },
+        mergePatch,
+      );
+      return `claim-${name}`;
+    };
+    await createPod("pod-flex-1", "node-x", await flexClaim("flex-1"));
+    const reported = async () => (await reportedAttached("node-x")).filter((n) => n.startsWith("kvc/fake/"));
+
+    // Not installed yet: nothing can attach it.
+    const driverDir = join(flexDir, "kvc~fake");
+    assert.equal(existsSync(driverDir), false);
+    mkdirSync(driverDir);
+    copyFileSync(FLEX_FIXTURE, join(driverDir, "fake"));
+    await waitFor(async () => (await reported()).includes("kvc/fake/flex-1"), {
+      timeoutMs,
+      what: "the FlexVolume to be attached and reported",
+    });
+    const node = await core.readNode({ name: "node-x" });
+    assert.equal(
+      node.status?.volumesAttached?.find((v) => v.name === "kvc/fake/flex-1")?.devicePath,
+      "/dev/fake-node-x",
+    );
+    const attachCall = readFileSync(join(driverDir, ".calls.log"), "utf8")
+      .split("---\n")
+      .find((c) => c.startsWith("attach\n"))
+      ?.trim()
+      .split("\n");
+    assert.equal(attachCall?.length, 3);
+    assert.deepEqual(JSON.parse(attachCall[1]!), {
+      "kubernetes.io/fsType": "",
+      "kubernetes.io/readwrite": "rw",
+      "kubernetes.io/pvOrVolumeName": "flex-1",
+      volumeID: "flex-1",
+    });
+    assert.equal(attachCall[2], "node-x");
+
+    // A driver printing garbage: a clear event on the pod; the controller goes on with other volumes.
+    writeFileSync(join(driverDir, ".mode"), "garbage");
+    await createPod("pod-flex-2", "node-x", await flexClaim("flex-2"));
+    const failed = await waitFor(
+      async () => (await podEvents("pod-flex-2")).find((e) => e.reason === "FailedAttachVolume"),
+      { timeoutMs, what: "the FailedAttachVolume event of the broken driver" },
+    );
+    assert.match(
+      failed.message ?? "",
+      /^AttachVolume.Attach failed for volume "flex-2" : FlexVolume driver kvc\/fake: getvolumename printed no JSON reply: "panic: this driver is broken"$/,
+    );
+    writeFileSync(join(driverDir, ".mode"), "hang");
+    await createPod("pod-flex-3", "node-x", await flexClaim("flex-3"));
+    await waitFor(
+      async () =>
+        (await podEvents("pod-flex-3")).find(
+          (e) => e.reason === "FailedAttachVolume" && /timeout after 2000 ms/.test(e.message ?? ""),
+        ),
+      { timeoutMs, what: "the hung driver's timeout event" },
+    );
+    writeFileSync(join(driverDir, ".mode"), "ok");
+    await waitFor(
+      async () => (await reported()).sort().join() === "kvc/fake/flex-1,kvc/fake/flex-2,kvc/fake/flex-3",
+      {
+        timeoutMs: 60_000,
+        what: "the failed attaches to be retried once the driver works",
+      },
+    );
+    const csiClaim = await boundClaim("vol-x");
+    await createPod("pod-x-csi", "node-x", csiClaim);
+    await attachVA("vol-x", "node-x");
+
+    rmSync(driverDir, { recursive: true });
+    await waitFor(
+      () => {
+        try {
+          running.plugins.findPluginByName("kvc/fake");
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { timeoutMs, what: "the removed driver to be unregistered" },
+    );
   });
 });

@@ -1,0 +1,157 @@
+import { join } from "node:path";
+import type { LogSink } from "../../runtime/logger.js";
+import {
+  specName,
+  type AttachableVolumePlugin,
+  type Attacher,
+  type Detacher,
+  type VolumeSpec,
+} from "../plugin.js";
+import {
+  driverOptions,
+  NotSupportedError,
+  runDriverCall,
+  type DriverCapabilities,
+  type DriverCommand,
+  type DriverStatus,
+} from "./driver-call.js";
+
+/**
+ * Per call: upstream has none (only the kubelet's waitforattach is bounded), so a hung driver holds
+ * its volume's operation forever. Two minutes matches how long the CSI attacher waits for its
+ * external-attacher: long enough for a cloud attach, short enough to surface a stuck driver.
+ */
+export const DEFAULT_CALL_TIMEOUT_MS = 2 * 60_000;
+
+/** "vendor~driver" (the directory) → "vendor/driver" (upstream UnescapeQualifiedName). */
+export function driverNameOf(directory: string): string {
+  return directory.replace("~", "/");
+}
+
+/** The executable inside a driver's directory: the part after "~" (upstream getExecutable). */
+export function executableOf(directory: string): string {
+  return directory.slice(directory.indexOf("~") + 1);
+}
+
+function flexSource(spec: VolumeSpec) {
+  return spec.volume ? spec.volume.flexVolume : spec.persistentVolume.spec?.flexVolume;
+}
+
+export interface FlexVolumePluginOptions {
+  pluginDir: string;
+  /** The driver's directory name, "vendor~driver". */
+  directory: string;
+  capabilities: DriverCapabilities;
+  callTimeoutMs: number;
+  log: LogSink;
+}
+
+/**
+ * One FlexVolume driver as a volume plugin (upstream flexVolumePlugin, controller side): named as the
+ * driver ("vendor/driver"), supporting flexVolume sources with that driver, attachable when its
+ * init reported capabilities.attach. Commands a driver answered "Not supported" are not run again.
+ */
+export class FlexVolumePlugin implements AttachableVolumePlugin {
+  readonly name: string;
+  readonly #executable: string;
+  readonly #o: FlexVolumePluginOptions;
+  readonly #unsupported = new Set<DriverCommand>();
+
+  constructor(options: FlexVolumePluginOptions) {
+    this.#o = options;
+    this.name = driverNameOf(options.directory);
+    this.#executable = join(options.pluginDir, options.directory, executableOf(options.directory));
+  }
+
+  /** Runs `init` and builds the plugin from its capabilities (upstream NewFlexVolumePlugin). */
+  static async create(options: Omit<FlexVolumePluginOptions, "capabilities">): Promise<FlexVolumePlugin> {
+    const probe = new FlexVolumePlugin({ ...options, capabilities: { attach: true } });
+    const status = await probe.call("init", []);
+    return new FlexVolumePlugin({ ...options, capabilities: status.capabilities });
+  }
+
+  canSupport(spec: VolumeSpec): boolean {
+    return flexSource(spec)?.driver === this.name;
+  }
+
+  canAttach(): boolean {
+    return this.#o.capabilities.attach;
+  }
+
+  /**
+   * The PV's or inline volume's name. Upstream calls the driver's `getvolumename` here but then uses
+   * this name whatever the driver answered, failing only if the call fails; our lookups are synchronous
+   * (informer handlers make them), so the call moves to the start of attach, where its failure is
+   * reported the same way and nothing blocks.
+   */
+  getVolumeName(spec: VolumeSpec): string {
+    return specName(spec);
+  }
+
+  newAttacher(): Attacher {
+    return {
+      attach: async (spec, nodeName, signal) => {
+        const options = JSON.stringify(driverOptions(spec));
+        try {
+          await this.call("getvolumename", [options], signal);
+        } catch (err) {
+          if (!(err instanceof NotSupportedError)) throw err;
+        }
+        try {
+          return (await this.call("attach", [options, nodeName], signal)).device ?? "";
+        } catch (err) {
+          if (err instanceof NotSupportedError) return ""; // upstream attacherDefaults
+          throw err;
+        }
+      },
+      volumesAreAttached: async (specs, nodeName) => {
+        const result = new Map<VolumeSpec, boolean>(specs.map((s) => [s, true]));
+        for (const spec of specs) {
+          try {
+            const status = await this.call("isattached", [JSON.stringify(driverOptions(spec)), nodeName]);
+            result.set(spec, status.attached === true);
+          } catch (err) {
+            // Not supported: nothing can be verified, so everything counts as attached (upstream).
+            if (err instanceof NotSupportedError) return new Map(specs.map((s) => [s, true]));
+            throw err;
+          }
+        }
+        return result;
+      },
+    };
+  }
+
+  newDetacher(): Detacher {
+    return {
+      detach: async (volumeName, nodeName, signal) => {
+        try {
+          await this.call("detach", [volumeName, nodeName], signal);
+        } catch (err) {
+          if (!(err instanceof NotSupportedError)) throw err;
+          this.#o.log.info(
+            { driver: this.name, volumeName },
+            "FlexVolume driver does not support detach; using the default",
+          );
+        }
+      },
+    };
+  }
+
+  /** One driver call; a command once answered "Not supported" is not run again (upstream). */
+  async call(command: DriverCommand, args: readonly string[], signal?: AbortSignal): Promise<DriverStatus> {
+    if (this.#unsupported.has(command)) throw new NotSupportedError();
+    try {
+      return await runDriverCall({
+        executable: this.#executable,
+        driver: this.name,
+        command,
+        args,
+        timeoutMs: this.#o.callTimeoutMs,
+        signal,
+      });
+    } catch (err) {
+      if (err instanceof NotSupportedError) this.#unsupported.add(command);
+      throw err;
+    }
+  }
+}
