@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { AuthorizationV1Api, CoreV1Api, KubernetesObjectApi, StorageV1Api } from "@kubernetes/client-node";
+import {
+  AuthorizationV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  StorageV1Api,
+} from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
 import { waitGone } from "../support/api.js";
@@ -45,7 +52,7 @@ describe("manifests/ on the real apiserver", () => {
     for (const o of rest) await objects.create(o, undefined, "All");
   });
 
-  test("the ServiceAccount's RBAC is enough: kvc with only its token binds, provisions, reclaims and lets objects be deleted", async () => {
+  test("the ServiceAccount's RBAC is enough: kvc with only its token binds, provisions, reclaims, attaches and lets objects be deleted", async () => {
     for (const o of manifestObjects().filter((o) => o.kind !== "Deployment" && o.kind !== "Namespace")) {
       await objects.create(o);
     }
@@ -152,6 +159,55 @@ describe("manifests/ on the real apiserver", () => {
           (e) =>
             e.reason === "ProvisioningSucceeded" && e.source?.component === "persistentvolume-controller",
         ),
+      );
+      // attach: a pod on a managed node gets its CSI volume's VolumeAttachment, and once the (test-played)
+      // external-attacher reports it attached, the node's status lists it (patch nodes/status)
+      await core.createNode({
+        body: {
+          metadata: {
+            name: "sa-node",
+            annotations: { "volumes.kubernetes.io/controller-managed-attach-detach": "true" },
+          },
+        },
+      });
+      await core.createPersistentVolume({
+        body: {
+          metadata: { name: "sa-csi" },
+          spec: {
+            capacity: { storage: "1Gi" },
+            accessModes: ["ReadWriteOnce"],
+            storageClassName: "sa-csi",
+            csi: { driver: "sa.csi.example.com", volumeHandle: "sa-disk" },
+          },
+        },
+      });
+      await claim("sa-csi", "sa-csi");
+      await bound("sa-csi");
+      await core.createNamespacedPod({
+        namespace: "default",
+        body: {
+          metadata: { name: "sa-pod" },
+          spec: {
+            nodeName: "sa-node",
+            containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }],
+            volumes: [{ name: "data", persistentVolumeClaim: { claimName: "sa-csi" } }],
+          },
+        },
+      });
+      const va = await waitFor(
+        async () => (await storage.listVolumeAttachment()).items.find((v) => v.spec.nodeName === "sa-node"),
+        { timeoutMs: 60_000, what: `the VolumeAttachment (logs: ${kvc.logs().slice(-1500)})` },
+      );
+      await storage.patchVolumeAttachmentStatus(
+        { name: va.metadata!.name!, body: { status: { attached: true } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+      await waitFor(
+        async () =>
+          (await core.readNode({ name: "sa-node" })).status?.volumesAttached?.some(
+            (v) => v.name === "kubernetes.io/csi/sa.csi.example.com^sa-disk",
+          ),
+        { timeoutMs: 60_000, what: "the node status to list the attached volume" },
       );
       const refused = kvc
         .logs()
