@@ -70,6 +70,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
         ...pluginOptions(ctx),
         csi: {
           volumeAttachments: ctx.clients.storage,
+          volumeAttachmentLister: ctx.informers.volumeAttachments().store,
           csiDrivers: ctx.informers.csiDrivers().store,
         },
       }),

@@ -70,7 +70,11 @@ describe("attach/detach controller on a real apiserver", () => {
       defaultPlugins({
         enableHostPathProvisioner: false,
         pods: clients.core,
-        csi: { volumeAttachments: clients.storage, csiDrivers: informers.csiDrivers().store },
+        csi: {
+          volumeAttachments: clients.storage,
+          volumeAttachmentLister: informers.volumeAttachments().store,
+          csiDrivers: informers.csiDrivers().store,
+        },
       }),
     );
     const events = new EventRecorder({

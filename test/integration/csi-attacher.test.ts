@@ -11,6 +11,7 @@ import { isNotFound } from "../../src/runtime/api-errors.js";
 import { InformerFactory } from "../../src/runtime/informer/index.js";
 import { waitFor } from "../../src/util/wait.js";
 import { attachmentName } from "../../src/volume/csi/attachment-name.js";
+import type { VolumeAttachmentLister } from "../../src/volume/csi/attacher.js";
 import { CSIPlugin } from "../../src/volume/csi/plugin.js";
 import { specFromPersistentVolume, type VolumeSpec } from "../../src/volume/plugin.js";
 
@@ -39,6 +40,7 @@ describe("CSI attacher on a real apiserver", () => {
   let cp: LocalControlPlane;
   let storage: StorageV1Api;
   let plugin: CSIPlugin;
+  let vaLister: VolumeAttachmentLister;
   const stop = new AbortController();
   let informing: Promise<void>;
 
@@ -48,9 +50,15 @@ describe("CSI attacher on a real apiserver", () => {
     storage = kubeConfig.makeApiClient(StorageV1Api);
     const informers = new InformerFactory({ kubeConfig });
     const csiDrivers = informers.csiDrivers();
+    vaLister = informers.volumeAttachments().store;
     informing = informers.start(stop.signal);
     await informers.waitForCacheSync(stop.signal);
-    plugin = new CSIPlugin({ volumeAttachments: storage, csiDrivers: csiDrivers.store, timeoutMs });
+    plugin = new CSIPlugin({
+      volumeAttachments: storage,
+      volumeAttachmentLister: vaLister,
+      csiDrivers: csiDrivers.store,
+      timeoutMs,
+    });
   });
 
   after(async () => {
@@ -164,6 +172,7 @@ describe("CSI attacher on a real apiserver", () => {
   test("attach and detach time out with upstream's message when no external-attacher answers", async () => {
     const impatient = new CSIPlugin({
       volumeAttachments: storage,
+      volumeAttachmentLister: vaLister,
       csiDrivers: { get: () => undefined },
       timeoutMs: 1_000,
     });

@@ -54,6 +54,16 @@ class FakeVolumeAttachments implements VolumeAttachmentApi {
     return Promise.resolve(body);
   }
 
+  /** The informer cache's view: the same objects, read the way the attacher polls. */
+  readonly lister = {
+    get: (name: string): V1VolumeAttachment | undefined => {
+      const va = this.objects.get(name);
+      if (!va) return undefined;
+      this.onRead(va);
+      return structuredClone(va);
+    },
+  };
+
   readVolumeAttachment({ name }: { name: string }): Promise<V1VolumeAttachment> {
     const va = this.objects.get(name);
     if (!va) return Promise.reject(apiError(404, "NotFound", `"${name}" not found`));
@@ -80,7 +90,12 @@ function csiDriver(name: string, attachRequired?: boolean): V1CSIDriver {
 }
 
 function plugin(api = new FakeVolumeAttachments(), lister = drivers(), timeoutMs = 2_000): CSIPlugin {
-  return new CSIPlugin({ volumeAttachments: api, csiDrivers: lister, timeoutMs });
+  return new CSIPlugin({
+    volumeAttachments: api,
+    volumeAttachmentLister: api.lister,
+    csiDrivers: lister,
+    timeoutMs,
+  });
 }
 
 // The hostPath plugin only uses it to recycle, which these tests never do.
@@ -127,12 +142,17 @@ describe("CSI canAttach", () => {
 
   test("the plugin manager finds it attachable only when the driver requires attach", () => {
     const lister = new Map<string, V1CSIDriver>();
+    const vas = new FakeVolumeAttachments();
     const m = new VolumePluginManager(pino({ level: "silent" }));
     m.register(
       defaultPlugins({
         enableHostPathProvisioner: false,
         pods: noPods,
-        csi: { volumeAttachments: new FakeVolumeAttachments(), csiDrivers: { get: (n) => lister.get(n) } },
+        csi: {
+          volumeAttachments: vas,
+          volumeAttachmentLister: vas.lister,
+          csiDrivers: { get: (n) => lister.get(n) },
+        },
       }),
     );
     assert.equal(m.findAttachablePluginBySpec(csiSpec())?.name, "kubernetes.io/csi");
@@ -161,9 +181,30 @@ describe("CSI attach", () => {
         spec: { attacher: DRIVER, nodeName: NODE, source: { persistentVolumeName: "pv-1" } },
       },
     ]);
-    // Again: AlreadyExists is this attachment, already attached.
+    // Again: the cache holds it, already attached, so nothing is written.
+    api.createError = new Error("no write expected");
     assert.equal(await plugin(api).newAttacher().attach(csiSpec(), NODE), "");
     assert.equal(api.created.length, 1);
+  });
+
+  test("an attachment created meanwhile by someone else (AlreadyExists) is this one", async () => {
+    const api = new FakeVolumeAttachments();
+    const hidden = new FakeVolumeAttachments(); // a cache that has not seen the object yet
+    api.objects.set(VA_NAME, {
+      metadata: { name: VA_NAME },
+      spec: { attacher: DRIVER, nodeName: NODE, source: { persistentVolumeName: "pv-1" } },
+      status: { attached: true },
+    });
+    let reads = 0;
+    const lister = { get: (name: string) => (++reads > 1 ? api.lister.get(name) : hidden.lister.get(name)) };
+    const p = new CSIPlugin({
+      volumeAttachments: api,
+      volumeAttachmentLister: lister,
+      csiDrivers: drivers(),
+      timeoutMs: 2_000,
+    });
+    assert.equal(await p.newAttacher().attach(csiSpec(), NODE), "");
+    assert.equal(api.created.length, 0);
   });
 
   test("rejects with the external-attacher's attachError verbatim", async () => {

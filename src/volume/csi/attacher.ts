@@ -11,8 +11,14 @@ export type VolumeAttachmentApi = Pick<
   "createVolumeAttachment" | "readVolumeAttachment" | "deleteVolumeAttachment"
 >;
 
+/** VolumeAttachments by name: the controller's informer cache. */
+export interface VolumeAttachmentLister {
+  get(name: string): V1VolumeAttachment | undefined;
+}
+
 export interface CSIAttacherOptions {
   api: VolumeAttachmentApi;
+  lister: VolumeAttachmentLister;
   /** False for drivers whose CSIDriver says attachRequired=false. */
   attachRequired: (driverName: string) => boolean;
   /** How long attach and detach wait for the external-attacher. */
@@ -58,23 +64,29 @@ export class CSIAttacher implements Attacher, Detacher {
         source: { persistentVolumeName: spec.persistentVolume?.metadata?.name ?? "" },
       },
     };
-    try {
-      await this.#options.api.createVolumeAttachment({ body });
-    } catch (err) {
-      // The name is a hash of handle, driver and node: an existing object is this very attachment.
-      if (!isAlreadyExists(err)) {
-        throw new Error(csiMessage(`attacher.Attach failed: ${errorMessage(err)}`), { cause: err });
+    // Known to the cache: no write at all (upstream). Otherwise create; the name is a hash of handle,
+    // driver and node, so an existing object is this very attachment.
+    if (!this.#options.lister.get(name)) {
+      try {
+        await this.#options.api.createVolumeAttachment({ body });
+      } catch (err) {
+        if (!isAlreadyExists(err)) {
+          throw new Error(csiMessage(`attacher.Attach failed: ${errorMessage(err)}`), { cause: err });
+        }
       }
     }
+    // Waiting reads the informer cache, as upstream: polling the API would spend the client's rate
+    // limit (shared with every other attach) on reads the watch delivers anyway.
+    let seen = false;
     await this.#poll(
-      async () => {
-        let attachment;
-        try {
-          attachment = await this.#options.api.readVolumeAttachment({ name });
-        } catch (err) {
-          if (isNotFound(err)) throw new Error("volume attachment has been deleted", { cause: err });
-          throw err;
+      () => {
+        const attachment = this.#options.lister.get(name);
+        if (!attachment) {
+          // Not in the cache yet after our create; gone after we saw it means someone deleted it.
+          if (seen) throw new Error("volume attachment has been deleted");
+          return false;
         }
+        seen = true;
         return attachmentSucceeded(attachment);
       },
       `timed out waiting for external-attacher of ${source.driver} CSI driver to attach volume ${source.volumeHandle}`,
@@ -105,14 +117,9 @@ export class CSIAttacher implements Attacher, Detacher {
       );
     }
     await this.#poll(
-      async () => {
-        let attachment;
-        try {
-          attachment = await this.#options.api.readVolumeAttachment({ name });
-        } catch (err) {
-          if (isNotFound(err)) return true;
-          throw err;
-        }
+      () => {
+        const attachment = this.#options.lister.get(name);
+        if (!attachment) return true;
         const detachError = attachment.status?.detachError;
         if (detachError) throw new Error(detachError.message ?? "");
         return false;
@@ -142,7 +149,9 @@ export class CSIAttacher implements Attacher, Detacher {
         if (!this.#options.attachRequired(source.driver)) return [spec, true];
         const name = attachmentName(source.volumeHandle, source.driver, nodeName);
         try {
-          const attachment = await this.#options.api.readVolumeAttachment({ name });
+          // The cache first; the API only for what it does not hold (upstream).
+          const attachment =
+            this.#options.lister.get(name) ?? (await this.#options.api.readVolumeAttachment({ name }));
           return [spec, attachment.status?.attached === true];
         } catch {
           return [spec, false];
@@ -153,13 +162,13 @@ export class CSIAttacher implements Attacher, Detacher {
   }
 
   /** Runs `done` at once and then with upstream's backoff until it is true, throws or time runs out. */
-  async #poll(done: () => Promise<boolean>, timeoutMessage: string, signal?: AbortSignal): Promise<void> {
+  async #poll(done: () => boolean, timeoutMessage: string, signal?: AbortSignal): Promise<void> {
     const { clock, timeoutMs } = this.#options;
     const deadline = clock.now() + timeoutMs;
     let intervalMs = INITIAL_POLL_MS;
     for (;;) {
       signal?.throwIfAborted();
-      if (await done()) return;
+      if (done()) return;
       const remainingMs = deadline - clock.now();
       if (remainingMs <= 0) throw new Error(timeoutMessage);
       await sleep(clock, Math.min(remainingMs, intervalMs * (1 + POLL_JITTER * Math.random())), signal);

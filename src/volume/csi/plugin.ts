@@ -3,7 +3,7 @@ import { errorMessage } from "../../runtime/api-errors.js";
 import { realClock, type Clock } from "../../runtime/clock.js";
 import type { Indexer } from "../../runtime/informer/store.js";
 import type { AttachableVolumePlugin, Attacher, Detacher, VolumeSpec } from "../plugin.js";
-import { CSIAttacher, type VolumeAttachmentApi } from "./attacher.js";
+import { CSIAttacher, type VolumeAttachmentApi, type VolumeAttachmentLister } from "./attacher.js";
 import { CSI_PLUGIN_NAME, csiMessage, persistentSource, VOLUME_NAME_SEPARATOR } from "./source.js";
 
 /** CSIDriver objects by name: the CSIDriver informer's cache. */
@@ -12,6 +12,8 @@ export type CSIDriverLister = Pick<Indexer<V1CSIDriver>, "get">;
 export interface CSIPluginOptions {
   /** VolumeAttachment create/read/delete: the controller's StorageV1Api. */
   volumeAttachments: VolumeAttachmentApi;
+  /** The VolumeAttachment informer's cache, where attach and detach wait for the external-attacher. */
+  volumeAttachmentLister: VolumeAttachmentLister;
   /** Must have synced: a driver without a CSIDriver object is attached. */
   csiDrivers: CSIDriverLister;
   /** How long attach and detach wait for the external-attacher (default 2 min, upstream csiTimeout). */
@@ -34,6 +36,7 @@ export class CSIPlugin implements AttachableVolumePlugin {
     this.#csiDrivers = options.csiDrivers;
     this.#attacher = new CSIAttacher({
       api: options.volumeAttachments,
+      lister: options.volumeAttachmentLister,
       attachRequired: (driver) => this.#attachRequired(driver),
       timeoutMs: options.timeoutMs ?? CSI_TIMEOUT_MS,
       clock: options.clock ?? realClock,

@@ -1,0 +1,169 @@
+/**
+ * Attach latency: from a pod's creation (scheduled to a managed node, its CSI claim already bound) to
+ * the VolumeAttachment the attach/detach controller creates, p50/p99 over N pods (default 200), for
+ * kvc and for upstream kube-controller-manager, one after the other on the same embedded control
+ * plane, each with KCM's default client limits (20 qps, burst 30). Prints a markdown table; asserts
+ * nothing.
+ *   npm run bench:attach [-- --pods=200]
+ */
+import { parseArgs } from "node:util";
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1VolumeAttachment } from "@kubernetes/client-node";
+import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
+import { InformerFactory } from "../src/runtime/informer/index.js";
+import { waitFor } from "../src/util/wait.js";
+import { startKvc } from "../test/support/kvc-process.js";
+
+const { values } = parseArgs({ options: { pods: { type: "string", default: "200" } } });
+const PODS = Number(values.pods);
+const CONCURRENCY = 10;
+const DRIVER = "bench.csi.example.com";
+
+const cp = await LocalControlPlane.start();
+const core = cp.kubeConfig().makeApiClient(CoreV1Api);
+const stop = new AbortController();
+const informers = new InformerFactory({ kubeConfig: cp.kubeConfig() });
+const seen = new Map<string, number>();
+informers.volumeAttachments().addEventHandler({
+  onAdd: (va: V1VolumeAttachment) => {
+    const pv = va.spec.source.persistentVolumeName;
+    if (pv !== undefined && !seen.has(pv)) seen.set(pv, performance.now());
+  },
+});
+const informing = informers.start(stop.signal);
+await informers.waitForCacheSync(stop.signal);
+
+/** Runs `fn` over `items` with at most CONCURRENCY in flight. */
+async function pool<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/** Pre-creates the node and N bound CSI claims, then measures pod → VolumeAttachment for each pod. */
+async function measure(run: string, start: () => Promise<() => Promise<void>>): Promise<number[]> {
+  const node = `node-${run}`;
+  await core.createNode({
+    body: {
+      metadata: {
+        name: node,
+        annotations: { "volumes.kubernetes.io/controller-managed-attach-detach": "true" },
+      },
+    },
+  });
+  await core.patchNodeStatus(
+    {
+      name: node,
+      body: { status: { conditions: [{ type: "Ready", status: "True", reason: "Bench", message: "" }] } },
+    },
+    setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+  );
+  const ids = Array.from({ length: PODS }, (_, i) => `${run}-${i}`);
+  await pool(ids, async (id) => {
+    const pvc = await core.createNamespacedPersistentVolumeClaim({
+      namespace: "default",
+      body: {
+        metadata: { name: id },
+        spec: {
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: "",
+          volumeName: `pv-${id}`,
+          resources: { requests: { storage: "1Gi" } },
+        },
+      },
+    });
+    await core.createPersistentVolume({
+      body: {
+        metadata: { name: `pv-${id}` },
+        spec: {
+          capacity: { storage: "1Gi" },
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: "",
+          claimRef: { namespace: "default", name: id, uid: pvc.metadata!.uid! },
+          csi: { driver: DRIVER, volumeHandle: id },
+        },
+      },
+    });
+    await core.patchNamespacedPersistentVolumeClaimStatus(
+      { namespace: "default", name: id, body: { status: { phase: "Bound" } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+  });
+  const stopController = await start();
+  const created = new Map<string, number>();
+  try {
+    await pool(ids, async (id) => {
+      await core.createNamespacedPod({
+        namespace: "default",
+        body: {
+          metadata: { name: id },
+          spec: {
+            nodeName: node,
+            containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }],
+            volumes: [{ name: "data", persistentVolumeClaim: { claimName: id } }],
+          },
+        },
+      });
+      created.set(id, performance.now());
+    });
+    await waitFor(() => ids.every((id) => seen.has(`pv-${id}`)), {
+      timeoutMs: 300_000,
+      what: `${run}: a VolumeAttachment for every pod`,
+    });
+  } finally {
+    await stopController();
+  }
+  return ids.map((id) => seen.get(`pv-${id}`)! - created.get(id)!).sort((a, b) => a - b);
+}
+
+try {
+  const results: [string, number[]][] = [];
+  results.push([
+    "kvc",
+    await measure("kvc", async () => {
+      const kvc = await startKvc(cp.kubeconfigPath, [
+        "--leader-elect=false",
+        "--controllers=persistentvolume-attach-detach-controller",
+        `--flex-volume-plugin-dir=${cp.dir}/flexvolume`,
+      ]);
+      await kvc.ready();
+      return async () => {
+        kvc.child.kill("SIGTERM");
+        await kvc.exited;
+      };
+    }),
+  ]);
+  results.push([
+    "kube-controller-manager",
+    await measure("kcm", async () => {
+      const kcm = await cp.startKubeControllerManager({
+        controllers: ["persistentvolume-attach-detach-controller"],
+      });
+      return () => kcm.stop();
+    }),
+  ]);
+  const [kvc, kcm] = results.map(([, l]) => l);
+  console.log(
+    `\nAttach latency, pod created → VolumeAttachment created, ${PODS} pods, ${CONCURRENCY} creates in flight\n`,
+  );
+  console.log("| controller | p50 (ms) | p99 (ms) | max (ms) |");
+  console.log("| --- | ---: | ---: | ---: |");
+  for (const [name, l] of results) {
+    console.log(
+      `| ${name} | ${percentile(l, 50).toFixed(0)} | ${percentile(l, 99).toFixed(0)} | ${l.at(-1)!.toFixed(0)} |`,
+    );
+  }
+  console.log(
+    `| kvc / KCM | ${(percentile(kvc!, 50) / percentile(kcm!, 50)).toFixed(2)} | ${(percentile(kvc!, 99) / percentile(kcm!, 99)).toFixed(2)} | |`,
+  );
+} finally {
+  stop.abort();
+  await informing;
+  await cp.stop();
+}
