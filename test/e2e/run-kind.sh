@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# End-to-end on kind (needs docker, kind, kubectl; not runnable on machines without a Docker engine).
+# Creates a cluster whose KCM volume loops are off, builds and loads the image, deploys manifests/,
+# installs the CSI hostpath driver (attachRequired=true) for the attach scenario, and runs the same
+# scenario suite the embedded integration test runs. KEEP=1 keeps the cluster.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cluster=${CLUSTER:-kvc-e2e}
+image=kube-volume-controller:e2e
+csi_version=${CSI_HOSTPATH_VERSION:-v1.15.0}
+
+kind create cluster --name "$cluster" --config test/e2e/kind-config.yaml
+trap '[ "${KEEP:-}" = 1 ] || kind delete cluster --name "$cluster"' EXIT
+kubeconfig=$(mktemp)
+kind get kubeconfig --name "$cluster" >"$kubeconfig"
+export KUBECONFIG=$kubeconfig
+
+docker build -t "$image" .
+kind load docker-image "$image" --name "$cluster"
+sed "s|image: kube-volume-controller:latest|image: $image|" manifests/deployment.yaml >"$kubeconfig.deployment.yaml"
+kubectl apply -f manifests/namespace.yaml
+kubectl apply -f manifests/serviceaccount.yaml -f manifests/clusterroles.yaml -f manifests/clusterrolebindings.yaml \
+  -f manifests/leader-election-rbac.yaml -f "$kubeconfig.deployment.yaml"
+kubectl -n kube-volume-controller rollout status deploy/kube-volume-controller --timeout=180s
+
+# The CSI hostpath driver (external-attacher included) and its StorageClass csi-hostpath-sc.
+src=$(mktemp -d)
+git clone --depth 1 --branch "$csi_version" https://github.com/kubernetes-csi/csi-driver-host-path "$src"
+"$src/deploy/kubernetes-latest/deploy.sh"
+kubectl apply -f "$src/examples/csi-storageclass.yaml"
+
+npx tsx test/e2e/run-scenarios.ts --kubeconfig="$kubeconfig" --wffc-class=standard --csi-class=csi-hostpath-sc
