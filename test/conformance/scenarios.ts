@@ -1,0 +1,468 @@
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type { Scenario } from "./runner.js";
+
+/*
+ * The differential scenarios: each runs on upstream kube-controller-manager and on kvc, and their
+ * settled outcomes must be equal. "NS" in a PV's claimRef stands for the scenario's namespace.
+ */
+
+type Obj = KubernetesObject & Record<string, unknown>;
+
+interface PVOptions {
+  size?: string;
+  cls?: string;
+  modes?: string[];
+  reclaim?: string;
+  labels?: Record<string, string>;
+  claim?: string;
+  volumeMode?: string;
+  csi?: { driver: string; handle: string };
+}
+
+export function pv(name: string, o: PVOptions = {}): Obj {
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolume",
+    metadata: { name, ...(o.labels && { labels: o.labels }) },
+    spec: {
+      capacity: { storage: o.size ?? "1Gi" },
+      accessModes: o.modes ?? ["ReadWriteOnce"],
+      storageClassName: o.cls ?? "",
+      persistentVolumeReclaimPolicy: o.reclaim ?? "Retain",
+      ...(o.volumeMode && { volumeMode: o.volumeMode }),
+      ...(o.claim && { claimRef: { namespace: "NS", name: o.claim } }),
+      ...(o.csi
+        ? { csi: { driver: o.csi.driver, volumeHandle: o.csi.handle } }
+        : { hostPath: { path: `/tmp/conformance/${name}` } }),
+    },
+  };
+}
+
+interface PVCOptions {
+  size?: string;
+  /** undefined: no class set (the default class applies); "": explicitly none. */
+  cls?: string | undefined;
+  modes?: string[];
+  selector?: Record<string, string>;
+  volume?: string;
+  volumeMode?: string;
+}
+
+export function pvc(name: string, o: PVCOptions = {}): Obj {
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name },
+    spec: {
+      accessModes: o.modes ?? ["ReadWriteOnce"],
+      resources: { requests: { storage: o.size ?? "1Gi" } },
+      ...("cls" in o ? (o.cls === undefined ? {} : { storageClassName: o.cls }) : { storageClassName: "" }),
+      ...(o.selector && { selector: { matchLabels: o.selector } }),
+      ...(o.volume && { volumeName: o.volume }),
+      ...(o.volumeMode && { volumeMode: o.volumeMode }),
+    },
+  };
+}
+
+export function sc(
+  name: string,
+  o: { provisioner?: string; wffc?: boolean; isDefault?: boolean; reclaim?: string } = {},
+): Obj {
+  return {
+    apiVersion: "storage.k8s.io/v1",
+    kind: "StorageClass",
+    metadata: {
+      name,
+      ...(o.isDefault && { annotations: { "storageclass.kubernetes.io/is-default-class": "true" } }),
+    },
+    provisioner: o.provisioner ?? "kubernetes.io/no-provisioner",
+    reclaimPolicy: o.reclaim ?? "Delete",
+    volumeBindingMode: o.wffc ? "WaitForFirstConsumer" : "Immediate",
+  };
+}
+
+export function node(name: string): Obj {
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name, annotations: { "volumes.kubernetes.io/controller-managed-attach-detach": "true" } },
+  };
+}
+
+export function pod(name: string, nodeName: string | undefined, claims: string[]): Obj {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name },
+    spec: {
+      ...(nodeName && { nodeName }),
+      containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }],
+      volumes: claims.map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })),
+    },
+  };
+}
+
+export function csiDriver(name: string, attachRequired: boolean): Obj {
+  return { apiVersion: "storage.k8s.io/v1", kind: "CSIDriver", metadata: { name }, spec: { attachRequired } };
+}
+
+const DRIVER = "conformance.csi.example.com";
+const csiVolume = (handle: string) => `kubernetes.io/csi/${DRIVER}^${handle}`;
+/** A CSI PV pre-bound to its claim, and the claim. */
+const csiPair = (handle: string, modes = ["ReadWriteOnce"]) => [
+  pv(`pv-${handle}`, { claim: `claim-${handle}`, modes, csi: { driver: DRIVER, handle } }),
+  pvc(`claim-${handle}`, { modes, volume: `pv-${handle}` }),
+];
+const readyNodes = (...names: string[]) => [
+  { create: names.map(node) },
+  ...names.map((n) => ({ kubelet: { node: n, ready: true } })),
+];
+
+export const SCENARIOS: Scenario[] = [
+  // static binding
+  { name: "static: one PV, one claim", steps: [{ create: [pv("a"), pvc("c")] }] },
+  {
+    name: "static: the smallest PV that fits",
+    steps: [
+      {
+        create: [
+          pv("one", { size: "1Gi" }),
+          pv("five", { size: "5Gi" }),
+          pv("ten", { size: "10Gi" }),
+          pvc("c", { size: "3Gi" }),
+        ],
+      },
+    ],
+  },
+  {
+    name: "static: no PV big enough stays Pending",
+    steps: [{ create: [pv("small"), pvc("c", { size: "2Gi" })] }],
+  },
+  {
+    name: "static: claims bind later when a PV appears",
+    steps: [{ create: [pvc("c")] }, { settle: true }, { create: [pv("late")] }],
+  },
+  {
+    name: "static: two claims, two PVs",
+    steps: [
+      { create: [pv("one", { size: "1Gi" }), pv("two", { size: "2Gi" }), pvc("big", { size: "2Gi" })] },
+      { settle: true },
+      { create: [pvc("small")] },
+    ],
+  },
+  // classes
+  {
+    name: "class: a PV of another class does not match",
+    steps: [{ create: [sc("gold"), pv("a", { cls: "gold" }), pvc("c", { cls: "" })] }],
+  },
+  {
+    name: "class: matching class among several",
+    steps: [
+      {
+        create: [
+          sc("gold"),
+          sc("silver"),
+          pv("g", { cls: "gold", size: "5Gi" }),
+          pv("s", { cls: "silver" }),
+          pvc("c", { cls: "gold" }),
+        ],
+      },
+    ],
+  },
+  {
+    name: "class: a claim naming a class that does not exist binds to a PV of that class",
+    steps: [{ create: [pv("a", { cls: "ghost" }), pvc("c", { cls: "ghost" })] }],
+  },
+  {
+    name: "default class: a claim without a class gets it and is provisioned",
+    steps: [
+      {
+        create: [
+          sc("standard", { provisioner: "kubernetes.io/host-path", isDefault: true }),
+          pvc("c", { cls: undefined }),
+        ],
+      },
+    ],
+  },
+  {
+    name: "default class: none exists, the claim without a class binds to a class-less PV",
+    steps: [{ create: [pv("a"), pvc("c", { cls: undefined })] }],
+  },
+  // access modes
+  {
+    name: "access modes: RWX claim skips RWO PVs",
+    steps: [
+      {
+        create: [
+          pv("rwo"),
+          pv("rwx", { modes: ["ReadWriteMany"], size: "5Gi" }),
+          pvc("c", { modes: ["ReadWriteMany"] }),
+        ],
+      },
+    ],
+  },
+  {
+    name: "access modes: the bucket with the fewest modes wins over a smaller PV",
+    steps: [
+      {
+        create: [
+          pv("exact", { size: "5Gi" }),
+          pv("wider", { size: "1Gi", modes: ["ReadWriteOnce", "ReadWriteMany"] }),
+          pvc("c"),
+        ],
+      },
+    ],
+  },
+  {
+    name: "access modes: no PV has all requested modes",
+    steps: [{ create: [pv("rwo"), pvc("c", { modes: ["ReadWriteOnce", "ReadOnlyMany"] })] }],
+  },
+  // volumeMode
+  {
+    name: "volumeMode: a Block claim does not take a Filesystem PV",
+    steps: [{ create: [pv("fs"), pvc("c", { volumeMode: "Block" })] }],
+  },
+  {
+    name: "volumeMode: Block matches Block",
+    steps: [
+      {
+        create: [
+          pv("fs"),
+          pv("blk", { volumeMode: "Block", size: "2Gi" }),
+          pvc("c", { volumeMode: "Block" }),
+        ],
+      },
+    ],
+  },
+  // selectors
+  {
+    name: "selector: only labelled PVs",
+    steps: [
+      {
+        create: [
+          pv("plain"),
+          pv("labelled", { size: "2Gi", labels: { tier: "db" } }),
+          pvc("c", { selector: { tier: "db" } }),
+        ],
+      },
+    ],
+  },
+  {
+    name: "selector: nothing matches",
+    steps: [{ create: [pv("plain"), pvc("c", { selector: { tier: "db" } })] }],
+  },
+  // pre-binding
+  {
+    name: "pre-bound claim takes its named PV, not the smallest",
+    steps: [{ create: [pv("small"), pv("named", { size: "5Gi" }), pvc("c", { volume: "named" })] }],
+  },
+  {
+    name: "pre-bound claim to a missing PV stays Pending",
+    steps: [{ create: [pvc("c", { volume: "missing" })] }],
+  },
+  {
+    name: "pre-bound PV takes its named claim",
+    steps: [{ create: [pv("reserved", { claim: "c2" }), pv("free", { size: "5Gi" }), pvc("c1"), pvc("c2")] }],
+  },
+  {
+    name: "pre-bound PV whose claim does not exist stays Available",
+    steps: [{ create: [pv("reserved", { claim: "nobody" }), pvc("c")] }],
+  },
+  {
+    name: "claim names a PV bound to another claim (misbound)",
+    steps: [{ create: [pv("taken", { claim: "owner" }), pvc("owner"), pvc("thief", { volume: "taken" })] }],
+  },
+  // provisioning
+  {
+    name: "hostPath provisioning, Immediate",
+    steps: [{ create: [sc("hp", { provisioner: "kubernetes.io/host-path" }), pvc("c", { cls: "hp" })] }],
+  },
+  {
+    name: "hostPath provisioning: Delete reclaim removes the PV with the claim",
+    steps: [
+      { create: [sc("hp", { provisioner: "kubernetes.io/host-path" }), pvc("c", { cls: "hp" })] },
+      { settle: true },
+      { delete: { kind: "PersistentVolumeClaim", name: "c" } },
+    ],
+  },
+  {
+    name: "hostPath provisioning: Retain class leaves the PV Released",
+    steps: [
+      {
+        create: [
+          sc("hp", { provisioner: "kubernetes.io/host-path", reclaim: "Retain" }),
+          pvc("c", { cls: "hp" }),
+        ],
+      },
+      { settle: true },
+      { delete: { kind: "PersistentVolumeClaim", name: "c" } },
+    ],
+  },
+  {
+    name: "external provisioner: hand-off annotations, then Pending",
+    steps: [{ create: [sc("ext", { provisioner: "example.com/external" }), pvc("c", { cls: "ext" })] }],
+  },
+  {
+    name: "external provisioner: the provisioned PV is bound",
+    steps: [
+      { create: [sc("ext", { provisioner: "example.com/external" }), pvc("c", { cls: "ext" })] },
+      {
+        provision: {
+          claim: "c",
+          pv: {
+            metadata: {
+              name: "ext-pv",
+              annotations: { "pv.kubernetes.io/provisioned-by": "example.com/external" },
+            },
+            spec: {
+              capacity: { storage: "1Gi" },
+              accessModes: ["ReadWriteOnce"],
+              storageClassName: "ext",
+              persistentVolumeReclaimPolicy: "Delete",
+              csi: { driver: "external.example.com", volumeHandle: "ext-1" },
+            },
+          },
+        },
+      },
+    ],
+  },
+  {
+    name: "WaitForFirstConsumer: no binding without a pod",
+    steps: [{ create: [sc("late", { wffc: true }), pv("a", { cls: "late" }), pvc("c", { cls: "late" })] }],
+  },
+  // reclaim
+  {
+    name: "Retain: a deleted claim leaves its PV Released",
+    steps: [
+      { create: [pv("a"), pvc("c")] },
+      { settle: true },
+      { delete: { kind: "PersistentVolumeClaim", name: "c" } },
+    ],
+  },
+  {
+    name: "a released PV is not bound again",
+    steps: [
+      { create: [pv("a"), pvc("c")] },
+      { settle: true },
+      { delete: { kind: "PersistentVolumeClaim", name: "c" } },
+      { settle: true },
+      { create: [pvc("c2")] },
+    ],
+  },
+  // protection
+  {
+    name: "protection: a claim in use by a pod waits for the pod",
+    steps: [
+      { create: [pv("a"), pvc("c"), pod("user", undefined, ["c"])] },
+      { settle: true },
+      { delete: { kind: "PersistentVolumeClaim", name: "c" } },
+    ],
+  },
+  {
+    name: "protection: a bound PV being deleted waits for its claim",
+    steps: [
+      { create: [pv("a"), pvc("c")] },
+      { settle: true },
+      { delete: { kind: "PersistentVolume", name: "a" } },
+    ],
+  },
+  // controller restart
+  {
+    name: "restart mid-way: binding completes after a restart",
+    steps: [
+      { create: [pv("a", { size: "2Gi" }), pv("b", { size: "1Gi" })] },
+      { restart: true },
+      { create: [pvc("c")] },
+    ],
+  },
+  // attach/detach
+  {
+    name: "attach: a pod's CSI volume gets a VolumeAttachment; attached, the node lists it",
+    steps: [
+      ...readyNodes("n1"),
+      { create: csiPair("v1") },
+      { settle: true },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+      { attachAll: true },
+    ],
+  },
+  {
+    name: "attach: attachRequired=false needs no VolumeAttachment",
+    steps: [
+      ...readyNodes("n1"),
+      { create: [csiDriver(DRIVER, false), ...csiPair("v1")] },
+      { settle: true },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+    ],
+  },
+  {
+    name: "attach: RWO wanted on two nodes: one VolumeAttachment, the other pod warned",
+    steps: [
+      ...readyNodes("n1", "n2"),
+      { create: csiPair("v1") },
+      { settle: true },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+      { attachAll: true },
+      { create: [pod("p2", "n2", ["claim-v1"])] },
+    ],
+  },
+  {
+    name: "attach: RWX on two nodes: two VolumeAttachments",
+    steps: [
+      ...readyNodes("n1", "n2"),
+      { create: csiPair("v1", ["ReadWriteMany"]) },
+      { settle: true },
+      { create: [pod("p1", "n1", ["claim-v1"]), pod("p2", "n2", ["claim-v1"])] },
+      { attachAll: true },
+    ],
+  },
+  {
+    name: "detach: not while the node reports the volume in use",
+    steps: [
+      ...readyNodes("n1"),
+      { create: csiPair("v1") },
+      { settle: true },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+      { attachAll: true },
+      { kubelet: { node: "n1", volumesInUse: [csiVolume("v1")] } },
+      { delete: { kind: "Pod", name: "p1" } },
+    ],
+  },
+  {
+    name: "detach: once the node no longer uses the volume",
+    steps: [
+      ...readyNodes("n1"),
+      { create: csiPair("v1") },
+      { settle: true },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+      { attachAll: true },
+      { kubelet: { node: "n1", volumesInUse: [csiVolume("v1")] } },
+      { delete: { kind: "Pod", name: "p1" } },
+      { settle: true },
+      { kubelet: { node: "n1", volumesInUse: [] } },
+    ],
+  },
+  {
+    name: "detach: the out-of-service taint forces it",
+    steps: [
+      ...readyNodes("n1"),
+      { create: csiPair("v1") },
+      { settle: true },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+      { attachAll: true },
+      { kubelet: { node: "n1", volumesInUse: [csiVolume("v1")], outOfService: true } },
+      { delete: { kind: "Pod", name: "p1" } },
+    ],
+  },
+  {
+    name: "attach: restart with attached volumes keeps them",
+    steps: [
+      ...readyNodes("n1"),
+      { create: csiPair("v1") },
+      { settle: true },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+      { attachAll: true },
+      { restart: true },
+    ],
+  },
+];
