@@ -94,9 +94,11 @@ export class ApiClients {
     const inner = new IsomorphicFetchHttpLibrary();
     const host = new URL(cluster.server).host;
     const limiter = this.limiter;
+    const connections = new SharedDispatcher(opts.clock ?? realClock);
     const httpApi = wrapHttpLibrary({
       async send(request: RequestContext): Promise<ResponseContext> {
         const method: string = request.getHttpMethod();
+        connections.use(request);
         await limiter.wait();
         const end = metrics?.duration.startTimer({ verb: method, host });
         try {
@@ -128,6 +130,39 @@ export class ApiClients {
     this.core = new CoreV1Api(configuration);
     this.storage = new StorageV1Api(configuration);
     this.coordination = new CoordinationV1Api(configuration);
+  }
+}
+
+type Dispatcher = NonNullable<ReturnType<RequestContext["getDispatcher"]>>;
+
+/** How long requests share one connection pool before a new one picks up rotated TLS files. */
+const DISPATCHER_RENEW_MS = 5 * 60_000;
+
+/**
+ * client-node 2.0.1 builds a new undici Agent for every request (KubeConfig.applySecurityAuthentication
+ * calls createDispatcher, which, unlike createAgent, is not cached; it also re-reads the CA and
+ * certificate files), so every request paid a TCP and TLS handshake and no connection was reused:
+ * about 4× the latency of a kept-alive request, and one socket per request in TIME_WAIT. Requests
+ * through ApiClients share one dispatcher instead; it is replaced every few minutes, so a rotated
+ * client certificate or CA file still takes effect, and the old one closes once its requests finish.
+ */
+export class SharedDispatcher {
+  #current: Dispatcher | undefined;
+  #since = 0;
+
+  constructor(private readonly clock: Clock) {}
+
+  use(request: RequestContext): void {
+    const fresh = request.getDispatcher();
+    if (!fresh) return; // no TLS options: undici's global dispatcher, which pools already
+    const now = this.clock.now();
+    if (!this.#current || now - this.#since >= DISPATCHER_RENEW_MS) {
+      const old = this.#current;
+      this.#current = fresh;
+      this.#since = now;
+      void old?.close();
+    }
+    request.setDispatcher(this.#current);
   }
 }
 
