@@ -40,15 +40,21 @@ export async function run(
   const stopControllers = new AbortController();
   const stopElector = new AbortController();
   let controllersDone: Promise<void> = Promise.resolve();
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.once(signal, () => {
-      log.info({ signal }, "shutting down");
-      stopControllers.abort(new Error(`received ${signal}`));
-      void controllersDone.finally(() => {
-        stopElector.abort(new Error(`received ${signal}`));
-      });
+  // A Ctrl-C under `npm start` arrives twice (from the terminal and forwarded by npm): a repeated
+  // signal must neither cut the graceful shutdown short nor fall through to a default exit.
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopControllers.signal.aborted) {
+      log.info({ signal }, "already shutting down");
+      return;
+    }
+    log.info({ signal }, "shutting down");
+    stopControllers.abort(new Error(`received ${signal}`));
+    void controllersDone.finally(() => {
+      stopElector.abort(new Error(`received ${signal}`));
     });
-  }
+  };
+  const signals = ["SIGINT", "SIGTERM"] as const;
+  for (const signal of signals) process.on(signal, onSignal);
 
   let synced = false;
   const elector =
@@ -133,6 +139,7 @@ export async function run(
     }
   } finally {
     await server?.close();
+    for (const signal of signals) process.off(signal, onSignal);
   }
 }
 
