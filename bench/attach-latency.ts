@@ -12,6 +12,7 @@ import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { InformerFactory } from "../src/runtime/informer/index.js";
 import { waitFor } from "../src/util/wait.js";
 import { startKvc } from "../test/support/kvc-process.js";
+import { pool } from "./support.js";
 
 const { values } = parseArgs({ options: { pods: { type: "string", default: "200" } } });
 const PODS = Number(values.pods);
@@ -31,16 +32,6 @@ informers.volumeAttachments().addEventHandler({
 });
 const informing = informers.start(stop.signal);
 await informers.waitForCacheSync(stop.signal);
-
-/** Runs `fn` over `items` with at most CONCURRENCY in flight. */
-async function pool<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
-}
 
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
@@ -65,7 +56,7 @@ async function measure(run: string, start: () => Promise<() => Promise<void>>): 
     setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
   );
   const ids = Array.from({ length: PODS }, (_, i) => `${run}-${i}`);
-  await pool(ids, async (id) => {
+  await pool(ids, CONCURRENCY, async (id) => {
     const pvc = await core.createNamespacedPersistentVolumeClaim({
       namespace: "default",
       body: {
@@ -98,7 +89,7 @@ async function measure(run: string, start: () => Promise<() => Promise<void>>): 
   const stopController = await start();
   const created = new Map<string, number>();
   try {
-    await pool(ids, async (id) => {
+    await pool(ids, CONCURRENCY, async (id) => {
       await core.createNamespacedPod({
         namespace: "default",
         body: {

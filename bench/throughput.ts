@@ -9,9 +9,6 @@
  * kvc runs compiled (dist/, `npm run build`) as in the image. Prints markdown tables; asserts nothing.
  *   npm run bench:throughput [-- --pairs=1000]
  */
-import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import {
   CoreV1Api,
@@ -20,15 +17,13 @@ import {
   StorageV1Api,
   type V1PersistentVolumeClaim,
 } from "@kubernetes/client-node";
-import { probe } from "../src/controlplane/https-probe.js";
 import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
-import { freePort } from "../src/controlplane/ports.js";
 import { waitFor } from "../src/util/wait.js";
+import { pool, rssMiB, startCompiledKvc, type StartedController } from "./support.js";
 
 const { values } = parseArgs({ options: { pairs: { type: "string", default: "1000" } } });
 const N = Number(values.pairs);
 const CREATE_CONCURRENCY = 16;
-const cli = fileURLToPath(new URL("../dist/src/cli.js", import.meta.url));
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 type Impl = "kvc" | "kcm";
@@ -39,19 +34,10 @@ interface Limits {
 const DEFAULT_LIMITS: Limits = { qps: 20, burst: 30 };
 const UNTHROTTLED: Limits = { qps: 100_000, burst: 100_000 };
 
-async function pool<T>(items: readonly T[], fn: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CREATE_CONCURRENCY }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
-}
-
 const ids = Array.from({ length: N }, (_, i) => String(i).padStart(6, "0"));
 
 async function createPairs(core: CoreV1Api): Promise<void> {
-  await pool(ids, (id) =>
+  await pool(ids, CREATE_CONCURRENCY, (id) =>
     core.createPersistentVolume({
       body: {
         metadata: { name: `pv-${id}` },
@@ -69,7 +55,7 @@ async function createPairs(core: CoreV1Api): Promise<void> {
 }
 
 function createClaims(core: CoreV1Api, storageClassName: string): Promise<void> {
-  return pool(ids, (id) =>
+  return pool(ids, CREATE_CONCURRENCY, (id) =>
     core.createNamespacedPersistentVolumeClaim({
       namespace: "default",
       body: {
@@ -99,12 +85,11 @@ async function boundCount(core: CoreV1Api): Promise<number> {
   return bound;
 }
 
-interface Started {
-  pid: number;
-  stop(): Promise<void>;
-}
-
-async function startController(cp: LocalControlPlane, impl: Impl, limits: Limits): Promise<Started> {
+async function startController(
+  cp: LocalControlPlane,
+  impl: Impl,
+  limits: Limits,
+): Promise<StartedController> {
   const flags = ["--pvclaimbinder-sync-period=15s", "--enable-hostpath-provisioner"];
   if (impl === "kcm") {
     const kcm = await cp.startKubeControllerManager({
@@ -115,39 +100,12 @@ async function startController(cp: LocalControlPlane, impl: Impl, limits: Limits
     });
     return { pid: kcm.pid!, stop: () => kcm.stop() };
   }
-  const port = await freePort();
-  const child = spawn(
-    process.execPath,
-    [
-      cli,
-      "run",
-      `--kubeconfig=${cp.kubeconfigPath}`,
-      "--leader-elect=false",
-      "--controllers=persistentvolume-binder-controller",
-      `--kube-api-qps=${limits.qps}`,
-      `--kube-api-burst=${limits.burst}`,
-      "--bind-address=127.0.0.1",
-      `--secure-port=${port}`,
-      ...flags,
-    ],
-    { stdio: "ignore" },
-  );
-  await waitFor(async () => (await probe(`http://127.0.0.1:${port}/readyz`)).status === 200, {
-    timeoutMs: 60_000,
-    what: "kvc to be ready",
-  });
-  return {
-    pid: child.pid!,
-    stop: async () => {
-      child.kill("SIGTERM");
-      await new Promise((resolve) => child.once("exit", resolve));
-    },
-  };
-}
-
-function rssMiB(pid: number): number {
-  const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-  return Number(kb) / 1024;
+  return startCompiledKvc(cp.kubeconfigPath, [
+    "--controllers=persistentvolume-binder-controller",
+    `--kube-api-qps=${limits.qps}`,
+    `--kube-api-burst=${limits.burst}`,
+    ...flags,
+  ]);
 }
 
 /** Fresh control plane, objects created, controller started; seconds until all N claims are Bound. */
@@ -188,7 +146,7 @@ async function ceiling(): Promise<number> {
     const core = cp.kubeConfig().makeApiClient(CoreV1Api);
     await createPairs(core);
     const started = performance.now();
-    await pool(ids, async (id) => {
+    await pool(ids, CREATE_CONCURRENCY, async (id) => {
       const claim = await core.readNamespacedPersistentVolumeClaim({
         namespace: "default",
         name: `pvc-${id}`,
