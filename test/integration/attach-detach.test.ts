@@ -541,7 +541,8 @@ describe("attach/detach controller on a real apiserver", () => {
     });
     assert.equal(attachCall[2], "node-x");
 
-    // A driver printing garbage: a clear event on the pod; the controller goes on with other volumes.
+    // A driver printing garbage, hanging or crashing: a clear event on the pod each time; the controller
+    // goes on with other volumes.
     writeFileSync(join(driverDir, ".mode"), "garbage");
     await createPod("pod-flex-2", "node-x", await flexClaim("flex-2"));
     const failed = await waitFor(
@@ -561,9 +562,22 @@ describe("attach/detach controller on a real apiserver", () => {
         ),
       { timeoutMs, what: "the hung driver's timeout event" },
     );
+    writeFileSync(join(driverDir, ".mode"), "crash");
+    await createPod("pod-flex-4", "node-x", await flexClaim("flex-4"));
+    await waitFor(
+      async () =>
+        (await podEvents("pod-flex-4")).find(
+          (e) =>
+            e.reason === "FailedAttachVolume" &&
+            /getvolumename exited with code 3; stderr: ""$/.test(e.message ?? ""),
+        ),
+      { timeoutMs, what: "the crashed driver's event" },
+    );
     writeFileSync(join(driverDir, ".mode"), "ok");
     await waitFor(
-      async () => (await reported()).sort().join() === "kvc/fake/flex-1,kvc/fake/flex-2,kvc/fake/flex-3",
+      async () =>
+        (await reported()).sort().join() ===
+        "kvc/fake/flex-1,kvc/fake/flex-2,kvc/fake/flex-3,kvc/fake/flex-4",
       {
         timeoutMs: 60_000,
         what: "the failed attaches to be retried once the driver works",

@@ -49,6 +49,11 @@ describe("client-node lister-watcher on a real apiserver", () => {
     assert.equal(first.items.length, 2);
     assert.ok(first.continue, "a continue token for the rest");
     assert.ok(first.items[0]?.metadata?.creationTimestamp instanceof Date);
+    assert.ok(
+      (await core.readPersistentVolume({ name: "lw-a" })).metadata?.managedFields,
+      "the server keeps managedFields",
+    );
+    assert.equal(first.items[0]?.metadata?.managedFields, undefined, "trimmed before any cache, as KCM");
     const rest = await lw().list({ limit: 2, continue: first.continue }, never);
     assert.deepEqual(
       [...first.items, ...rest.items].map((pv) => pv.metadata?.name),
@@ -83,6 +88,7 @@ describe("client-node lister-watcher on a real apiserver", () => {
     );
     const e = added[0]!;
     assert.ok(e.type === "ADDED" && e.object.metadata?.creationTimestamp instanceof Date);
+    assert.equal(e.object.metadata?.managedFields, undefined);
   });
 
   test("a list request is cancelled by its signal", async () => {

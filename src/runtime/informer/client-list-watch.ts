@@ -41,7 +41,7 @@ export function clientListWatch<T extends KubernetesObject>(
       const res = await list({ ...scope, limit, ...(cont && { _continue: cont }) }, abortableRequest(signal));
       const meta = res.metadata;
       return {
-        items: res.items,
+        items: res.items.map(trimManagedFields),
         resourceVersion: meta?.resourceVersion ?? "",
         ...(meta?._continue && { continue: meta._continue }),
       };
@@ -78,12 +78,23 @@ export function clientListWatch<T extends KubernetesObject>(
   };
 }
 
+/**
+ * Drops metadata.managedFields before an object reaches a cache, as kube-controller-manager's informer
+ * factory does (its WithTransform trim): no controller reads them, they are often the largest part of
+ * an object, and an update sent without them leaves the server's unchanged. `obj` is freshly decoded.
+ */
+function trimManagedFields<T>(obj: T): T {
+  const meta = (obj as KubernetesObject | undefined)?.metadata;
+  if (meta?.managedFields) delete meta.managedFields;
+  return obj;
+}
+
 function decode<T>(type: string, obj: unknown, model: string): WatchEvent<T> | undefined {
   switch (type) {
     case "ADDED":
     case "MODIFIED":
     case "DELETED":
-      return { type, object: ObjectSerializer.deserialize(obj, model, "") as T };
+      return { type, object: trimManagedFields(ObjectSerializer.deserialize(obj, model, "") as T) };
     case "BOOKMARK":
       return { type, object: obj as KubernetesObject };
     case "ERROR":
