@@ -1,24 +1,20 @@
-/** What the benchmarks share: bounded-concurrency loops, RSS, and kvc run compiled as the image runs it. */
+/** What the benchmarks share: bounded concurrency (p-queue), RSS, and kvc run compiled as the image runs it. */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import PQueue from "p-queue";
 import { probe } from "../src/controlplane/https-probe.js";
 import { freePort } from "../src/controlplane/ports.js";
 import { waitFor } from "../src/util/wait.js";
 
-/** Runs `fn` over `items` with at most `concurrency` in flight. */
+/** Runs `fn` over `items` with at most `concurrency` in flight; rejects with the first failure. */
 export async function pool<T>(
   items: readonly T[],
   concurrency: number,
   fn: (item: T) => Promise<unknown>,
 ): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
+  await new PQueue({ concurrency }).addAll(items.map((item) => () => fn(item)));
 }
 
 /** Resident set size of a process, MiB. */
