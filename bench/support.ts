@@ -2,11 +2,13 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import PQueue from "p-queue";
 import { probe } from "../src/controlplane/https-probe.js";
 import { freePort } from "../src/controlplane/ports.js";
 import { waitFor } from "../src/util/wait.js";
+import { imageEntrypoint } from "../test/support/image.js";
 
 /** Runs `fn` over `items` with at most `concurrency` in flight; rejects with the first failure. */
 export async function pool<T>(
@@ -28,18 +30,23 @@ export interface StartedController {
   stop(): Promise<void>;
 }
 
-const cli = fileURLToPath(new URL("../dist/src/cli.js", import.meta.url));
+const root = fileURLToPath(new URL("..", import.meta.url));
 
-/** `kvc run` from dist/ (`npm run build`), as in the image; resolves once /readyz passes. */
+/**
+ * `kvc run` from dist/ (`npm run build`) started as the image's entrypoint starts it (the same Node
+ * options); resolves once /readyz passes.
+ */
 export async function startCompiledKvc(
   kubeconfig: string,
   args: readonly string[],
 ): Promise<StartedController> {
   const port = await freePort();
+  const [, ...entrypoint] = imageEntrypoint();
   const child = spawn(
     process.execPath,
     [
-      cli,
+      ...entrypoint.slice(0, -1),
+      join(root, entrypoint.at(-1)!),
       "run",
       `--kubeconfig=${kubeconfig}`,
       "--leader-elect=false",

@@ -40,8 +40,11 @@ async function updateClaimMigrationAnnotations(
   ctx: BinderContext,
   claim: V1PersistentVolumeClaim,
 ): Promise<V1PersistentVolumeClaim> {
+  // Decided on a copy of the annotations alone: every claim passes here on every resync.
+  const annotations = claim.metadata?.annotations && { ...claim.metadata.annotations };
+  if (!updateMigrationAnnotations(ctx.migration, annotations, true)) return claim;
   const clone = structuredClone(claim);
-  if (!updateMigrationAnnotations(ctx.migration, clone.metadata?.annotations, true)) return claim;
+  if (annotations) (clone.metadata ??= {}).annotations = annotations;
   let saved: V1PersistentVolumeClaim;
   try {
     saved = await ctx.api.updateClaim(clone);

@@ -135,10 +135,13 @@ async function updateVolumeMigrationAnnotationsAndFinalizers(
   ctx: BinderContext,
   volume: V1PersistentVolume,
 ): Promise<V1PersistentVolume> {
-  const clone = structuredClone(volume);
-  const annotationsModified = updateMigrationAnnotations(ctx.migration, clone.metadata?.annotations, false);
-  const { finalizers, modified: finalizersModified } = modifyDeletionFinalizers(ctx.migration, clone);
+  // Decided on a copy of the annotations alone: every volume passes here on every resync.
+  const annotations = volume.metadata?.annotations && { ...volume.metadata.annotations };
+  const annotationsModified = updateMigrationAnnotations(ctx.migration, annotations, false);
+  const { finalizers, modified: finalizersModified } = modifyDeletionFinalizers(ctx.migration, volume);
   if (!annotationsModified && !finalizersModified) return volume;
+  const clone = structuredClone(volume);
+  if (annotations) (clone.metadata ??= {}).annotations = annotations;
   if (finalizersModified) setFinalizers(clone, finalizers);
   let saved: V1PersistentVolume;
   try {
