@@ -12,7 +12,7 @@ import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { InformerFactory } from "../src/runtime/informer/index.js";
 import { waitFor } from "../src/util/wait.js";
 import { startKvc } from "../test/support/kvc-process.js";
-import { pool } from "./support.js";
+import { createPreBoundPair, pool, setClaimBound } from "./support.js";
 
 const { values } = parseArgs({ options: { pods: { type: "string", default: "200" } } });
 const PODS = Number(values.pods);
@@ -57,34 +57,13 @@ async function measure(run: string, start: () => Promise<() => Promise<void>>): 
   );
   const ids = Array.from({ length: PODS }, (_, i) => `${run}-${i}`);
   await pool(ids, CONCURRENCY, async (id) => {
-    const pvc = await core.createNamespacedPersistentVolumeClaim({
+    await createPreBoundPair(core, {
       namespace: "default",
-      body: {
-        metadata: { name: id },
-        spec: {
-          accessModes: ["ReadWriteOnce"],
-          storageClassName: "",
-          volumeName: `pv-${id}`,
-          resources: { requests: { storage: "1Gi" } },
-        },
-      },
+      claim: id,
+      volume: `pv-${id}`,
+      source: { csi: { driver: DRIVER, volumeHandle: id } },
     });
-    await core.createPersistentVolume({
-      body: {
-        metadata: { name: `pv-${id}` },
-        spec: {
-          capacity: { storage: "1Gi" },
-          accessModes: ["ReadWriteOnce"],
-          storageClassName: "",
-          claimRef: { namespace: "default", name: id, uid: pvc.metadata!.uid! },
-          csi: { driver: DRIVER, volumeHandle: id },
-        },
-      },
-    });
-    await core.patchNamespacedPersistentVolumeClaimStatus(
-      { namespace: "default", name: id, body: { status: { phase: "Bound" } } },
-      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-    );
+    await setClaimBound(core, "default", id);
   });
   const stopController = await start();
   const created = new Map<string, number>();

@@ -7,16 +7,23 @@
  *   npm run bench:memory [-- --pairs=50000]
  */
 import { parseArgs } from "node:util";
-import { CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { CoreV1Api } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { sleep, realClock } from "../src/runtime/clock.js";
-import { pool, rssMiB, startCompiledKvc, type StartedController } from "./support.js";
+import {
+  createPreBoundPair,
+  pool,
+  rssMiB,
+  setClaimBound,
+  setVolumeBound,
+  startCompiledKvc,
+  type StartedController,
+} from "./support.js";
 
 const { values } = parseArgs({ options: { pairs: { type: "string", default: "50000" } } });
 const N = Number(values.pairs);
 const CONCURRENCY = 32;
 const SYNC_PERIOD_S = 15;
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 const cp = await LocalControlPlane.start();
 try {
@@ -26,56 +33,16 @@ try {
   let done = 0;
   // A bound pair as the binder leaves it, so the controllers under test have nothing to write.
   await pool(ids, CONCURRENCY, async (id) => {
-    const claim = await core.createNamespacedPersistentVolumeClaim({
+    await createPreBoundPair(core, {
       namespace: "default",
-      body: {
-        metadata: {
-          name: `pvc-${id}`,
-          labels: { app: `app-${Number(id) % 100}` },
-          annotations: {
-            "pv.kubernetes.io/bind-completed": "yes",
-            "pv.kubernetes.io/bound-by-controller": "yes",
-          },
-        },
-        spec: {
-          accessModes: ["ReadWriteOnce"],
-          storageClassName: "",
-          volumeName: `pv-${id}`,
-          resources: { requests: { storage: "1Gi" } },
-        },
-      },
+      claim: `pvc-${id}`,
+      volume: `pv-${id}`,
+      source: { hostPath: { path: `/tmp/bench/${id}` } },
+      bindCompleted: true,
+      claimLabels: { app: `app-${Number(id) % 100}` },
     });
-    await core.createPersistentVolume({
-      body: {
-        metadata: { name: `pv-${id}`, annotations: { "pv.kubernetes.io/bound-by-controller": "yes" } },
-        spec: {
-          capacity: { storage: "1Gi" },
-          accessModes: ["ReadWriteOnce"],
-          storageClassName: "",
-          persistentVolumeReclaimPolicy: "Retain",
-          hostPath: { path: `/tmp/bench/${id}` },
-          claimRef: {
-            kind: "PersistentVolumeClaim",
-            apiVersion: "v1",
-            namespace: "default",
-            name: `pvc-${id}`,
-            uid: claim.metadata!.uid!,
-          },
-        },
-      },
-    });
-    await core.patchPersistentVolumeStatus(
-      { name: `pv-${id}`, body: { status: { phase: "Bound" } } },
-      mergePatch,
-    );
-    await core.patchNamespacedPersistentVolumeClaimStatus(
-      {
-        namespace: "default",
-        name: `pvc-${id}`,
-        body: { status: { phase: "Bound", accessModes: ["ReadWriteOnce"], capacity: { storage: "1Gi" } } },
-      },
-      mergePatch,
-    );
+    await setVolumeBound(core, `pv-${id}`);
+    await setClaimBound(core, "default", `pvc-${id}`);
     if (++done % 5000 === 0) process.stderr.write(`bench: ${done}/${N} bound pairs created\n`);
   });
   process.stderr.write(`bench: ${N} pairs in ${((performance.now() - t0) / 1000).toFixed(0)} s\n`);

@@ -4,6 +4,12 @@ import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  PatchStrategy,
+  setHeaderOptions,
+  type CoreV1Api,
+  type V1PersistentVolumeSpec,
+} from "@kubernetes/client-node";
 import PQueue from "p-queue";
 import { probe } from "../src/controlplane/https-probe.js";
 import { freePort } from "../src/controlplane/ports.js";
@@ -68,4 +74,73 @@ export async function startCompiledKvc(
       await exited;
     },
   };
+}
+
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+/** The binder's PV status write: phase Bound. */
+export function setVolumeBound(core: CoreV1Api, name: string): Promise<unknown> {
+  return core.patchPersistentVolumeStatus({ name, body: { status: { phase: "Bound" } } }, mergePatch);
+}
+
+/** The binder's PVC status write: Bound, with the 1Gi ReadWriteOnce of the benchmarks' volumes. */
+export function setClaimBound(core: CoreV1Api, namespace: string, name: string): Promise<unknown> {
+  return core.patchNamespacedPersistentVolumeClaimStatus(
+    {
+      namespace,
+      name,
+      body: { status: { phase: "Bound", accessModes: ["ReadWriteOnce"], capacity: { storage: "1Gi" } } },
+    },
+    mergePatch,
+  );
+}
+
+export interface PreBoundPair {
+  namespace: string;
+  claim: string;
+  volume: string;
+  source: Pick<V1PersistentVolumeSpec, "hostPath" | "csi">;
+  /** Marks both as the binder marks a finished bind (bind-completed, bound-by-controller). */
+  bindCompleted?: boolean;
+  claimLabels?: Record<string, string>;
+}
+
+/** A 1Gi ReadWriteOnce claim (class "") naming the volume, and the volume's claimRef with its uid. */
+export async function createPreBoundPair(core: CoreV1Api, pair: PreBoundPair): Promise<void> {
+  const byController = pair.bindCompleted && { "pv.kubernetes.io/bound-by-controller": "yes" };
+  const claim = await core.createNamespacedPersistentVolumeClaim({
+    namespace: pair.namespace,
+    body: {
+      metadata: {
+        name: pair.claim,
+        ...(pair.claimLabels && { labels: pair.claimLabels }),
+        ...(byController && { annotations: { ...byController, "pv.kubernetes.io/bind-completed": "yes" } }),
+      },
+      spec: {
+        accessModes: ["ReadWriteOnce"],
+        storageClassName: "",
+        volumeName: pair.volume,
+        resources: { requests: { storage: "1Gi" } },
+      },
+    },
+  });
+  await core.createPersistentVolume({
+    body: {
+      metadata: { name: pair.volume, ...(byController && { annotations: byController }) },
+      spec: {
+        capacity: { storage: "1Gi" },
+        accessModes: ["ReadWriteOnce"],
+        storageClassName: "",
+        persistentVolumeReclaimPolicy: "Retain",
+        ...pair.source,
+        claimRef: {
+          kind: "PersistentVolumeClaim",
+          apiVersion: "v1",
+          namespace: pair.namespace,
+          name: pair.claim,
+          uid: claim.metadata!.uid!,
+        },
+      },
+    },
+  });
 }

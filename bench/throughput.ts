@@ -19,7 +19,14 @@ import {
 } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { waitFor } from "../src/util/wait.js";
-import { pool, rssMiB, startCompiledKvc, type StartedController } from "./support.js";
+import {
+  pool,
+  rssMiB,
+  setClaimBound,
+  setVolumeBound,
+  startCompiledKvc,
+  type StartedController,
+} from "./support.js";
 
 const { values } = parseArgs({ options: { pairs: { type: "string", default: "1000" } } });
 const N = Number(values.pairs);
@@ -167,10 +174,7 @@ async function ceiling(): Promise<number> {
         },
         mergePatch,
       );
-      await core.patchPersistentVolumeStatus(
-        { name: `pv-${id}`, body: { status: { phase: "Bound" } } },
-        mergePatch,
-      );
+      await setVolumeBound(core, `pv-${id}`);
       await core.patchNamespacedPersistentVolumeClaim(
         {
           namespace: "default",
@@ -187,14 +191,7 @@ async function ceiling(): Promise<number> {
         },
         mergePatch,
       );
-      await core.patchNamespacedPersistentVolumeClaimStatus(
-        {
-          namespace: "default",
-          name: `pvc-${id}`,
-          body: { status: { phase: "Bound", accessModes: ["ReadWriteOnce"], capacity: { storage: "1Gi" } } },
-        },
-        mergePatch,
-      );
+      await setClaimBound(core, "default", `pvc-${id}`);
     });
     return (performance.now() - started) / 1000;
   } finally {
