@@ -12,6 +12,7 @@ import {
 } from "@kubernetes/client-node";
 import PQueue from "p-queue";
 import { probe } from "../src/controlplane/https-probe.js";
+import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER } from "../src/persistentvolume/annotations.js";
 import { freePort } from "../src/controlplane/ports.js";
 import { waitFor } from "../src/util/wait.js";
 import { imageEntrypoint } from "../test/support/image.js";
@@ -76,7 +77,7 @@ export async function startCompiledKvc(
   };
 }
 
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+export const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /** The binder's PV status write: phase Bound. */
 export function setVolumeBound(core: CoreV1Api, name: string): Promise<unknown> {
@@ -107,14 +108,14 @@ export interface PreBoundPair {
 
 /** A 1Gi ReadWriteOnce claim (class "") naming the volume, and the volume's claimRef with its uid. */
 export async function createPreBoundPair(core: CoreV1Api, pair: PreBoundPair): Promise<void> {
-  const byController = pair.bindCompleted && { "pv.kubernetes.io/bound-by-controller": "yes" };
+  const byController = pair.bindCompleted && { [ANN_BOUND_BY_CONTROLLER]: "yes" };
   const claim = await core.createNamespacedPersistentVolumeClaim({
     namespace: pair.namespace,
     body: {
       metadata: {
         name: pair.claim,
         ...(pair.claimLabels && { labels: pair.claimLabels }),
-        ...(byController && { annotations: { ...byController, "pv.kubernetes.io/bind-completed": "yes" } }),
+        ...(byController && { annotations: { ...byController, [ANN_BIND_COMPLETED]: "yes" } }),
       },
       spec: {
         accessModes: ["ReadWriteOnce"],

@@ -10,16 +10,12 @@
  *   npm run bench:throughput [-- --pairs=1000]
  */
 import { parseArgs } from "node:util";
-import {
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  StorageV1Api,
-  type V1PersistentVolumeClaim,
-} from "@kubernetes/client-node";
+import { CoreV1Api, StorageV1Api, type V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
+import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER } from "../src/persistentvolume/annotations.js";
 import { waitFor } from "../src/util/wait.js";
 import {
+  mergePatch,
   pool,
   rssMiB,
   setClaimBound,
@@ -31,7 +27,6 @@ import {
 const { values } = parseArgs({ options: { pairs: { type: "string", default: "1000" } } });
 const N = Number(values.pairs);
 const CREATE_CONCURRENCY = 16;
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 type Impl = "kvc" | "kcm";
 interface Limits {
@@ -168,7 +163,7 @@ async function ceiling(): Promise<number> {
         {
           name: `pv-${id}`,
           body: {
-            metadata: { annotations: { "pv.kubernetes.io/bound-by-controller": "yes" } },
+            metadata: { annotations: { [ANN_BOUND_BY_CONTROLLER]: "yes" } },
             spec: { claimRef },
           },
         },
@@ -182,8 +177,8 @@ async function ceiling(): Promise<number> {
           body: {
             metadata: {
               annotations: {
-                "pv.kubernetes.io/bind-completed": "yes",
-                "pv.kubernetes.io/bound-by-controller": "yes",
+                [ANN_BIND_COMPLETED]: "yes",
+                [ANN_BOUND_BY_CONTROLLER]: "yes",
               },
             },
             spec: { volumeName: `pv-${id}` },
