@@ -80,3 +80,31 @@ test("runWorkers runs exactly `concurrency` keys at once; abort waits for them a
   await run;
   assert.deepEqual(started, ["ns/a", "ns/b", "ns/c"]);
 });
+
+test("a worker draining a queue of keys that need no I/O lets I/O callbacks and timers run between keys", async () => {
+  const q = new Queue();
+  const keys = Array.from({ length: 1000 }, (_, i) => `ns/claim-${i}`);
+  for (const key of keys) q.add(key);
+  let handled = 0;
+  const ac = new AbortController();
+  const run = runWorkers(
+    q,
+    1,
+    () => {
+      handled++;
+      return Promise.resolve();
+    },
+    ac.signal,
+    () => assert.fail("no handler fails"),
+  );
+  // An immediate stands for a response or watch event that arrives while the worker is busy.
+  const seenAtImmediate = await new Promise<number>((resolve) =>
+    setImmediate(() => {
+      resolve(handled);
+    }),
+  );
+  assert.ok(seenAtImmediate < keys.length, `the worker ran all ${keys.length} keys before any I/O`);
+  await q.shutDownWithDrain();
+  await run;
+  assert.equal(handled, keys.length);
+});

@@ -9,6 +9,12 @@ export type WorkErrorHandler = (key: string, err: unknown) => void;
  * and left, so `queue.shutDownWithDrain()` followed by awaiting this lets queued keys finish too.
  * A handler's error goes to `onError` (typically addRateLimited) and never stops its worker.
  *
+ * After each key a worker yields to the event loop. get() on a non-empty queue resolves as a
+ * microtask, so without the yield a worker whose syncs need no I/O (a claim with no volume yet)
+ * drains its whole queue before any response, watch event or timer is handled: the volume worker's
+ * writes, lease renewals and health probes would wait for the whole pass, where Go's goroutines run
+ * side by side.
+ *
  * Why no p-queue here: p-queue gives bounded concurrency and idle/drain promises over tasks it is
  * handed, but no dedup, no per-key exclusion, no dirty/processing semantics and no rate-limited
  * requeue, which is why the queue is our own. What is left for it would be the concurrency bound, and
@@ -42,6 +48,7 @@ export async function runWorkers(
       } finally {
         queue.done(key);
       }
+      await new Promise(setImmediate);
     }
   };
   try {
