@@ -64,9 +64,14 @@ export async function startCompiledKvc(
     { stdio: "ignore" },
   );
   const exited = once(child, "exit");
+  const died = new AbortController();
+  child.once("exit", (code) => {
+    died.abort(new Error(`kvc exited with code ${String(code)} before it was ready`));
+  });
   await waitFor(async () => (await probe(`http://127.0.0.1:${port}/readyz`)).status === 200, {
     timeoutMs: 10 * 60_000,
     what: "kvc to be ready",
+    signal: died.signal,
   });
   return {
     pid: child.pid!,

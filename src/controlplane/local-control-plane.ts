@@ -260,15 +260,19 @@ function apiserverFlags(dir: string, etcdPort: number, port: number): string[] {
   ];
 }
 
+/** Polls `ready` until it passes; fails at once if the process exits first (waitFor retries throws). */
 async function waitReady(proc: ManagedProcess, ready: () => Promise<boolean>): Promise<void> {
+  const exited = new AbortController();
+  void proc.exited.then((code) => {
+    exited.abort(new Error(`${proc.name} exited with code ${String(code)} before it was ready`));
+  });
   try {
-    await waitFor(
-      async () => {
-        if (!proc.running) throw new Error(`${proc.name} exited`);
-        return ready();
-      },
-      { timeoutMs: READY_TIMEOUT_MS, intervalMs: 100, what: `${proc.name} to become ready` },
-    );
+    await waitFor(ready, {
+      timeoutMs: READY_TIMEOUT_MS,
+      intervalMs: 100,
+      what: `${proc.name} to become ready`,
+      signal: exited.signal,
+    });
   } catch (err) {
     proc.killNow();
     const msg = err instanceof Error ? err.message : String(err);

@@ -244,6 +244,17 @@ describe("local control plane", () => {
     }
   });
 
+  test("a process that exits before it is ready fails its start at once, with its log", async () => {
+    await assert.rejects(
+      cp.startKubeControllerManager({ controllers: ["*"], args: ["--no-such-flag"] }),
+      (err: Error) => {
+        assert.match(err.message, /^kube-controller-manager exited with code \d+ before it was ready/);
+        assert.match(err.message, /unknown flag: --no-such-flag/);
+        return true;
+      },
+    );
+  });
+
   test("stop() removes every process and the temporary directory", async () => {
     const extra = await LocalControlPlane.start({ binaries: cp.binaries });
     const kcm = await extra.startKubeControllerManager({

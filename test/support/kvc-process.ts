@@ -52,7 +52,11 @@ export async function startKvc(
   let logs = "";
   child.stderr.on("data", (c: Buffer) => (logs += c.toString()));
   const exited = once(child, "exit") as Promise<[number | null, string | null]>;
-  void exited.then(() => running.delete(child));
+  const died = new AbortController();
+  void exited.then(([code]) => {
+    running.delete(child);
+    died.abort(new Error(`kvc exited with code ${String(code)}:\n${logs}`));
+  });
   const url = (path: string) => `http://127.0.0.1:${port}${path}`;
   return {
     child,
@@ -64,6 +68,7 @@ export async function startKvc(
       await waitFor(async () => (await probe(url("/readyz"))).status === 200, {
         timeoutMs,
         what: "kvc /readyz to pass",
+        signal: died.signal,
       });
     },
   };
