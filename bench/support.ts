@@ -14,7 +14,7 @@ import PQueue from "p-queue";
 import { probe } from "../src/controlplane/https-probe.js";
 import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER } from "../src/persistentvolume/annotations.js";
 import { freePort } from "../src/controlplane/ports.js";
-import { waitFor } from "../src/util/wait.js";
+import { abortedWhen, waitFor } from "../src/util/wait.js";
 import { imageEntrypoint } from "../test/support/image.js";
 
 /** Runs `fn` over `items` with at most `concurrency` in flight; rejects with the first failure. */
@@ -63,15 +63,14 @@ export async function startCompiledKvc(
     ],
     { stdio: "ignore" },
   );
-  const exited = once(child, "exit");
-  const died = new AbortController();
-  child.once("exit", (code) => {
-    died.abort(new Error(`kvc exited with code ${String(code)} before it was ready`));
-  });
+  const exited = once(child, "exit") as Promise<[number | null, string | null]>;
   await waitFor(async () => (await probe(`http://127.0.0.1:${port}/readyz`)).status === 200, {
     timeoutMs: 10 * 60_000,
     what: "kvc to be ready",
-    signal: died.signal,
+    signal: abortedWhen(
+      exited,
+      (r) => new Error(`kvc exited with code ${String(r?.[0])} before it was ready`),
+    ),
   });
   return {
     pid: child.pid!,

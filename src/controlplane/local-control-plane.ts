@@ -15,7 +15,7 @@ import { ensureBinaries, type Binaries } from "./binaries.js";
 import { probe } from "./https-probe.js";
 import { freePort } from "./ports.js";
 import { ManagedProcess, onProcessExit } from "./process.js";
-import { waitFor } from "../util/wait.js";
+import { abortedWhen, waitFor } from "../util/wait.js";
 
 const DIR_PREFIX = "kvc-cp-";
 const READY_TIMEOUT_MS = 120_000;
@@ -260,18 +260,18 @@ function apiserverFlags(dir: string, etcdPort: number, port: number): string[] {
   ];
 }
 
-/** Polls `ready` until it passes; fails at once if the process exits first (waitFor retries throws). */
+/** Polls `ready` until it passes; fails at once if the process exits first. */
 async function waitReady(proc: ManagedProcess, ready: () => Promise<boolean>): Promise<void> {
-  const exited = new AbortController();
-  void proc.exited.then((code) => {
-    exited.abort(new Error(`${proc.name} exited with code ${String(code)} before it was ready`));
-  });
+  const exited = abortedWhen(
+    proc.exited,
+    (code) => new Error(`${proc.name} exited with code ${String(code)} before it was ready`),
+  );
   try {
     await waitFor(ready, {
       timeoutMs: READY_TIMEOUT_MS,
       intervalMs: 100,
       what: `${proc.name} to become ready`,
-      signal: exited.signal,
+      signal: exited,
     });
   } catch (err) {
     proc.killNow();

@@ -39,3 +39,21 @@ export async function waitFor<T>(
     }
   }
 }
+
+/**
+ * A signal aborted with `reason(value)` once `settled` settles, resolved or rejected (then without a
+ * value): handed to waitFor, it ends a wait on a process the moment the process exits, where a check
+ * that throws would only be retried until the deadline.
+ */
+export function abortedWhen<T>(settled: Promise<T>, reason: (value?: T) => Error): AbortSignal {
+  const ac = new AbortController();
+  settled.then(
+    (value) => {
+      ac.abort(reason(value));
+    },
+    () => {
+      ac.abort(reason());
+    },
+  );
+  return ac.signal;
+}

@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { probe } from "../../src/controlplane/https-probe.js";
 import { freePort } from "../../src/controlplane/ports.js";
-import { waitFor } from "../../src/util/wait.js";
+import { abortedWhen, waitFor } from "../../src/util/wait.js";
 
 const cli = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
 
@@ -52,11 +52,8 @@ export async function startKvc(
   let logs = "";
   child.stderr.on("data", (c: Buffer) => (logs += c.toString()));
   const exited = once(child, "exit") as Promise<[number | null, string | null]>;
-  const died = new AbortController();
-  void exited.then(([code]) => {
-    running.delete(child);
-    died.abort(new Error(`kvc exited with code ${String(code)}:\n${logs}`));
-  });
+  void exited.then(() => running.delete(child));
+  const died = abortedWhen(exited, (r) => new Error(`kvc exited with code ${String(r?.[0])}:\n${logs}`));
   const url = (path: string) => `http://127.0.0.1:${port}${path}`;
   return {
     child,
@@ -68,7 +65,7 @@ export async function startKvc(
       await waitFor(async () => (await probe(url("/readyz"))).status === 200, {
         timeoutMs,
         what: "kvc /readyz to pass",
-        signal: died.signal,
+        signal: died,
       });
     },
   };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { waitFor } from "../../src/util/wait.js";
+import { abortedWhen, waitFor } from "../../src/util/wait.js";
 
 test("waitFor returns the first truthy value the check produces", async () => {
   let calls = 0;
@@ -35,4 +35,17 @@ test("waitFor stops when its signal aborts", async () => {
   });
   ac.abort(new Error("cancelled"));
   await assert.rejects(pending, /cancelled/);
+});
+
+test("abortedWhen aborts with the reason built from the settled value, or without one on rejection", async () => {
+  const resolved = abortedWhen(Promise.resolve(3), (code) => new Error(`exited ${String(code)}`));
+  const rejected = abortedWhen(
+    Promise.reject(new Error("spawn failed")),
+    (code) => new Error(`exited ${String(code)}`),
+  );
+  const pending = abortedWhen(new Promise<number>(() => undefined), () => new Error("never"));
+  await new Promise(setImmediate);
+  assert.equal((resolved.reason as Error).message, "exited 3");
+  assert.equal((rejected.reason as Error).message, "exited undefined");
+  assert.equal(pending.aborted, false);
 });
