@@ -728,6 +728,14 @@ describe("csi-translation-lib plugins/vsphere_volume_test.go", () => {
       );
     }
   });
+  it("a blank zone label is ignored, as upstream ignores addTopology's error", () => {
+    const pv = vSphereCSITranslator.translateInTreePVToCSI({
+      metadata: { labels: { [LABEL_TOPOLOGY_ZONE]: " " } },
+      spec: { vsphereVolume: { volumePath: "p" } },
+    });
+    assert.equal(pv.spec?.nodeAffinity, undefined);
+    assert.equal(pv.spec?.csi?.volumeHandle, "p");
+  });
   it("TestTranslatevSphereInTreeInlineVolumeToCSI", () => {
     assert.throws(() => vSphereCSITranslator.translateInTreeInlineVolumeToCSI({ name: "" }, ""));
     const path = "[vsanDatastore] volume/inlinevolume.vmdk";

@@ -27,7 +27,13 @@ function translateTopology(pv: V1PersistentVolume): void {
     [regionLabel, VSPHERE_CSI_TOPOLOGY_REGION_KEY],
   ] as const) {
     if (getTopologyValues(pv, label).length > 0) replaceTopology(pv, label, csiKey);
-    else if (labels[label]) addTopology(pv, csiKey, [labels[label]]);
+    else if (labels[label]) {
+      try {
+        addTopology(pv, csiKey, [labels[label]]);
+      } catch {
+        // Upstream ignores a label with no usable value (only blanks).
+      }
+    }
   }
 }
 
