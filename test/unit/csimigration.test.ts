@@ -43,7 +43,6 @@ import { portworxCSITranslator } from "../../src/volume/csimigration/plugins/por
 import { vSphereCSITranslator } from "../../src/volume/csimigration/plugins/vsphere-volume.js";
 import {
   getCSINameFromInTreeName,
-  getInTreeNameFromCSIName,
   IN_TREE_PLUGINS,
   translateInTreeInlineVolumeToCSI,
   translateInTreePVToCSI,
@@ -280,7 +279,7 @@ describe("csi-translation-lib translate_test.go", () => {
       ["kubernetes.io/aws-ebs", "ebs.csi.aws.com"],
     ] as const) {
       assert.equal(getCSINameFromInTreeName(inTree), csi);
-      assert.equal(getInTreeNameFromCSIName(csi), inTree);
+      assert.equal(IN_TREE_PLUGINS.get(csi)?.inTreePluginName, inTree);
     }
     assert.throws(() => getCSINameFromInTreeName("kubernetes.io/nfs"), /could not find CSI Driver name/);
   });

@@ -83,10 +83,3 @@ export function getCSINameFromInTreeName(pluginName: string): string {
   if (!plugin) throw new Error(`could not find CSI Driver name for plugin ${pluginName}`);
   return plugin.csiPluginName;
 }
-
-/** The in-tree plugin a CSI driver supersedes (upstream GetInTreeNameFromCSIName). */
-export function getInTreeNameFromCSIName(driverName: string): string {
-  const plugin = IN_TREE_PLUGINS.get(driverName);
-  if (!plugin) throw new Error(`could not find In-Tree driver name for CSI plugin ${driverName}`);
-  return plugin.inTreePluginName;
-}
