@@ -2,6 +2,7 @@ import type { V1Node, V1Pod, V1VolumeAttachment } from "@kubernetes/client-node"
 import { errorMessage } from "../runtime/api-errors.js";
 import type { LogSink } from "../runtime/logger.js";
 import { isPodTerminated } from "../protection/pod-usage.js";
+import { isMigratable, translateInTreeSpecToCSI } from "../volume/csimigration/plugin-manager.js";
 import { specFromPersistentVolume } from "../volume/plugin.js";
 import type { ActualStateOfWorld } from "./cache/actual-state-of-world.js";
 import {
@@ -85,7 +86,19 @@ function processVolumeAttachments(
       log.error({ ...ref, pv: pvName }, "Unable to lookup pv object");
       continue;
     }
-    const spec = specFromPersistentVolume(pv, false);
+    let spec = specFromPersistentVolume(pv, false);
+    // A migrated in-tree PV is its CSI driver's (the pod namespace only matters to inline azureFile).
+    if (isMigratable(spec)) {
+      try {
+        spec = translateInTreeSpecToCSI(spec, "");
+      } catch (err) {
+        log.error(
+          { ...ref, pv: pvName, err: errorMessage(err) },
+          "Failed to translate intree volumeSpec to CSI volumeSpec for volume",
+        );
+        continue;
+      }
+    }
     let volumeName: string;
     try {
       if (!plugins.findAttachablePluginBySpec(spec)) throw new Error("plugin is not attachable");

@@ -2,6 +2,7 @@ import type { V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1Volume } fro
 import { errorMessage } from "../runtime/api-errors.js";
 import type { LogSink } from "../runtime/logger.js";
 import { ephemeralClaimIsForPod, ephemeralClaimName } from "../protection/pod-usage.js";
+import { translateInTreeSpecToCSIIfNeeded } from "../volume/csimigration/plugin-manager.js";
 import { specFromPersistentVolume, specFromVolume, type VolumeSpec } from "../volume/plugin.js";
 import {
   resolveAttachableVolume,
@@ -22,13 +23,33 @@ export interface VolumeLookups {
  * The spec of a pod's volume as the controller attaches it (upstream util.CreateVolumeSpec): an inline
  * volume as it is; a claim (named, or a generic ephemeral volume's, which must belong to the pod) only
  * once it is Bound to a PV whose claimRef points back at it by UID, so a volume is never attached for a
- * claim it is not bound to. In-tree to CSI migration is not implemented: specs are used untranslated.
- * Throws upstream's messages otherwise.
+ * claim it is not bound to. A volume of an in-tree plugin migrated to CSI comes translated to its
+ * driver's CSI spec, as upstream (CreateVolumeSpecWithNodeMigration: at v1.37 every migration is
+ * complete, so the node does not matter). Throws upstream's messages otherwise.
  */
 export function createVolumeSpec(pod: V1Pod, podVolume: V1Volume, lookups: VolumeLookups): VolumeSpec {
   let claimName = podVolume.persistentVolumeClaim?.claimName ?? "";
-  const readOnly = podVolume.persistentVolumeClaim?.readOnly ?? false;
   if (podVolume.ephemeral) claimName = ephemeralClaimName(pod, podVolume);
+  const namespace = pod.metadata?.namespace ?? "";
+  const spec = createInTreeVolumeSpec(pod, podVolume, claimName, lookups);
+  try {
+    return translateInTreeSpecToCSIIfNeeded(spec, namespace);
+  } catch (err) {
+    throw new Error(
+      `error performing CSI migration checks and translation for PVC ${JSON.stringify(namespace)}/${JSON.stringify(claimName)}: ${errorMessage(err)}`,
+      { cause: err },
+    );
+  }
+}
+
+/** The pod volume's spec before translation (upstream createInTreeVolumeSpec). */
+function createInTreeVolumeSpec(
+  pod: V1Pod,
+  podVolume: V1Volume,
+  claimName: string,
+  lookups: VolumeLookups,
+): VolumeSpec {
+  const readOnly = podVolume.persistentVolumeClaim?.readOnly ?? false;
   if (claimName === "") return specFromVolume(podVolume);
 
   const namespace = pod.metadata?.namespace ?? "";

@@ -10,7 +10,7 @@ import {
   type VolumeSpec,
 } from "../volume/plugin.js";
 import { ClaimPhase, VolumePhase } from "./annotations.js";
-import type { CsiMigration } from "./pv-controller.js";
+import type { CsiMigration } from "../volume/csimigration/plugin-manager.js";
 import { claimVAC, getClaimClass } from "./pv-helpers.js";
 
 /** The operation_name label values: the operations whose end-to-end time is measured. */

@@ -25,7 +25,8 @@ import {
 } from "./annotations.js";
 import { hasAnnotation, removeAnnotation, setAnnotation } from "./bind.js";
 import { classProvisionerName } from "./metrics.js";
-import type { BinderContext, CsiMigration } from "./pv-controller.js";
+import type { CsiMigration } from "../volume/csimigration/plugin-manager.js";
+import type { BinderContext } from "./pv-controller.js";
 import { BETA_STORAGE_CLASS_ANNOTATION, claimKey, getClaimClass } from "./pv-helpers.js";
 import { doDeleteVolume, findDeletablePlugin } from "./reclaim.js";
 

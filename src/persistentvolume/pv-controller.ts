@@ -19,6 +19,7 @@ import type { BinderMetrics, PersistentVolumeMetrics } from "./metrics.js";
 import { OperationScheduler } from "./operations.js";
 import { claimKey } from "./pv-helpers.js";
 import { syncVolume } from "./volume-sync.js";
+import { inTreeCsiMigration, type CsiMigration } from "../volume/csimigration/plugin-manager.js";
 
 /**
  * The API writes and reads of the binder. Every update sends the object's resourceVersion, so a
@@ -60,28 +61,6 @@ export type PluginFinder = Pick<
   | "findRecyclablePluginBySpec"
   | "findPluginBySpec"
 >;
-
-/** CSI migration: which in-tree plugins are served by a CSI driver instead (csimigration.PluginManager). */
-export interface CsiMigration {
-  /** The CSI driver replacing in-tree plugin `pluginName`, or undefined when it is not migrated. */
-  migratedDriver(pluginName: string): string | undefined;
-}
-
-/** Upstream v1.37's migrated plugins: every in-tree plugin with a CSI replacement, all locked on. */
-const MIGRATED_PLUGINS: Readonly<Record<string, string>> = {
-  "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
-  "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
-  "kubernetes.io/azure-file": "file.csi.azure.com",
-  "kubernetes.io/azure-disk": "disk.csi.azure.com",
-  "kubernetes.io/cinder": "cinder.csi.openstack.org",
-  "kubernetes.io/vsphere-volume": "csi.vsphere.vmware.com",
-  "kubernetes.io/portworx-volume": "pxd.portworx.com",
-};
-
-export const inTreeCsiMigration: CsiMigration = {
-  migratedDriver: (pluginName) =>
-    Object.hasOwn(MIGRATED_PLUGINS, pluginName) ? MIGRATED_PLUGINS[pluginName] : undefined,
-};
 
 export interface PersistentVolumeControllerOptions {
   /** --enable-dynamic-provisioning. */

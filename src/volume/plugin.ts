@@ -16,8 +16,16 @@ import type {
 
 /** A volume as the controllers see it: a PersistentVolume or a pod's inline volume (upstream volume.Spec). */
 export type VolumeSpec =
-  | { readonly persistentVolume: V1PersistentVolume; readonly volume?: undefined; readonly readOnly: boolean }
-  | { readonly volume: V1Volume; readonly persistentVolume?: undefined; readonly readOnly: boolean };
+  | ({ readonly persistentVolume: V1PersistentVolume; readonly volume?: undefined } & SpecFlags)
+  | ({ readonly volume: V1Volume; readonly persistentVolume?: undefined } & SpecFlags);
+
+interface SpecFlags {
+  readonly readOnly: boolean;
+  /** Translated from an in-tree plugin to its CSI driver (csimigration). */
+  readonly migrated?: boolean;
+  /** The translation of an inline volume: its VolumeAttachment carries the PV spec, not a PV name. */
+  readonly inlineVolumeSpecForCSIMigration?: boolean;
+}
 
 export function specFromPersistentVolume(pv: V1PersistentVolume, readOnly = false): VolumeSpec {
   return { persistentVolume: pv, readOnly };

@@ -313,6 +313,7 @@ export class ConformanceRunner {
         attacher: va.spec.attacher,
         node: va.spec.nodeName,
         pv: pvName(va.spec.source.persistentVolumeName),
+        inlineVolumeSpec: va.spec.source.inlineVolumeSpec,
         deleting: va.metadata?.deletionTimestamp !== undefined,
       };
     }

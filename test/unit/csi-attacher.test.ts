@@ -4,6 +4,7 @@ import { ApiException, type V1CSIDriver, type V1VolumeAttachment } from "@kubern
 import { pino } from "pino";
 import type { VolumeAttachmentApi } from "../../src/volume/csi/attacher.js";
 import { attachmentName } from "../../src/volume/csi/attachment-name.js";
+import { translateInTreeSpecToCSI } from "../../src/volume/csimigration/plugin-manager.js";
 import { CSIPlugin, type CSIDriverLister } from "../../src/volume/csi/plugin.js";
 import { defaultPlugins } from "../../src/volume/default-plugins.js";
 import { HOST_PATH_PLUGIN_NAME } from "../../src/volume/hostpath/plugin.js";
@@ -185,6 +186,51 @@ describe("CSI attach", () => {
     api.createError = new Error("no write expected");
     assert.equal(await plugin(api).newAttacher().attach(csiSpec(), NODE), "");
     assert.equal(api.created.length, 1);
+  });
+
+  test("a migrated inline volume's VolumeAttachment carries its translated spec, a PV's its name", async () => {
+    const api = new FakeVolumeAttachments();
+    api.onRead = (va) => (va.status = { attached: true });
+    const attacher = plugin(api).newAttacher();
+    await attacher.attach(
+      translateInTreeSpecToCSI(
+        specFromVolume({ name: "v", awsElasticBlockStore: { volumeID: "vol-1" } }),
+        "ns",
+      ),
+      NODE,
+    );
+    await attacher.attach(
+      translateInTreeSpecToCSI(
+        specFromPersistentVolume({
+          metadata: { name: "pv-2" },
+          spec: { awsElasticBlockStore: { volumeID: "vol-2" } },
+        }),
+        "ns",
+      ),
+      NODE,
+    );
+    assert.deepEqual(
+      api.created.map((va) => [va.metadata?.name, va.spec.source]),
+      [
+        [
+          VA_NAME,
+          {
+            inlineVolumeSpec: {
+              csi: {
+                driver: DRIVER,
+                volumeHandle: "vol-1",
+                readOnly: false,
+                fsType: "",
+                volumeAttributes: { partition: "0" },
+              },
+              accessModes: ["ReadWriteOnce"],
+              volumeMode: "Filesystem",
+            },
+          },
+        ],
+        [attachmentName("vol-2", DRIVER, NODE), { persistentVolumeName: "pv-2" }],
+      ],
+    );
   });
 
   test("an attachment created meanwhile by someone else (AlreadyExists) is this one", async () => {

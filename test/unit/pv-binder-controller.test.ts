@@ -26,7 +26,7 @@ import { CoreV1BinderApi, type BinderCoreApi } from "../../src/persistentvolume/
 import { ControllerCache } from "../../src/persistentvolume/controller-cache.js";
 import { OperationScheduler } from "../../src/persistentvolume/operations.js";
 import { defaultStorageClass, updateMigrationAnnotations } from "../../src/persistentvolume/provision.js";
-import { inTreeCsiMigration } from "../../src/persistentvolume/pv-controller.js";
+import { inTreeCsiMigration } from "../../src/volume/csimigration/plugin-manager.js";
 import { modifyDeletionFinalizers } from "../../src/persistentvolume/reclaim.js";
 import { BETA_STORAGE_CLASS_ANNOTATION } from "../../src/persistentvolume/pv-helpers.js";
 import {

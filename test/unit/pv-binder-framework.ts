@@ -36,9 +36,9 @@ import { OperationScheduler } from "../../src/persistentvolume/operations.js";
 import {
   PersistentVolumeController,
   type BinderApi,
-  type CsiMigration,
   type Lister,
 } from "../../src/persistentvolume/pv-controller.js";
+import type { CsiMigration } from "../../src/volume/csimigration/plugin-manager.js";
 import { POD_PVC_INDEX, podPVCKeys } from "../../src/protection/pod-usage.js";
 import { VolumePluginManager } from "../../src/volume/plugin-manager.js";
 import type {

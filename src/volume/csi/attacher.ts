@@ -61,7 +61,10 @@ export class CSIAttacher implements Attacher, Detacher {
       spec: {
         attacher: source.driver,
         nodeName,
-        source: { persistentVolumeName: spec.persistentVolume?.metadata?.name ?? "" },
+        // A migrated inline volume has no PV object: the translated spec goes in the attachment itself.
+        source: spec.inlineVolumeSpecForCSIMigration
+          ? { inlineVolumeSpec: spec.persistentVolume?.spec ?? {} }
+          : { persistentVolumeName: spec.persistentVolume?.metadata?.name ?? "" },
       },
     };
     // Known to the cache: no write at all (upstream). Otherwise create; the name is a hash of handle,
