@@ -57,7 +57,7 @@ export function typeName(flag: Options): string {
 
 /**
  * The flags for yargs: a repeated flag keeps its last value as pflag does (yargs would make an
- * array), and a bad value reads `--name: why`.
+ * array), a value flag needs its value, and a bad value reads `--name: why`.
  */
 export function withFlagNames<T extends Record<string, Options>>(
   flags: T,
@@ -70,6 +70,8 @@ export function withFlagNames<T extends Record<string, Options>>(
         name,
         {
           ...flag,
+          // pflag: a value flag without its value is an error ("flag needs an argument"), not "".
+          ...(flag.type !== "boolean" && { requiresArg: true }),
           coerce: (v: unknown) => {
             try {
               return coerce(!list && Array.isArray(v) ? v.at(-1) : v);

@@ -70,6 +70,7 @@ test("a bad value is one line naming the flag, exit code 2", () => {
       ["--attach-detach-reconcile-sync-period=90"],
       /^kvc: --attach-detach-reconcile-sync-period: invalid duration "90"/,
     ],
+    [["--controllers"], /^kvc: Not enough arguments following: controllers \(see kvc --help\)\n$/],
     [["--cluster-cidr"], /^kvc: --cluster-cidr: flag needs an argument \(see kvc --help\)\n$/],
     [
       ["--allocate-node-cidrs=yes"],
