@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 import yargs from "yargs";
 import { hideBin } from "yargs/helpers";
+import { withFlagNames } from "./flag-types.js";
+import { separateIgnoredFlags } from "./kcm-command-line.js";
+import { KCM_VERSION } from "./kcm-flags.js";
 import { DEV_FLAGS, RUN_FLAGS, toRunConfig } from "./options.js";
 import { versionInfo } from "./version.js";
 
@@ -12,7 +15,18 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
-await yargs(hideBin(process.argv))
+/** `kvc run` takes a whole KCM command line: KCM's flags that kvc does not declare are set aside. */
+function kcmCommandLine(argv: string[]): { args: string[]; ignored: string[] } {
+  if (argv[0] !== "run") return { args: argv, ignored: [] };
+  try {
+    return separateIgnoredFlags(argv, new Set(Object.keys(RUN_FLAGS)));
+  } catch (err) {
+    fail(`${(err as Error).message} (see kvc --help)`, USAGE_ERROR);
+  }
+}
+const { args, ignored: ignoredFlags } = kcmCommandLine(hideBin(process.argv));
+
+await yargs(args)
   .scriptName("kvc")
   // pflag semantics: --flag=false, never --no-flag; flags keep their kebab-case names only.
   .parserConfiguration({ "boolean-negation": false, "camel-case-expansion": false })
@@ -20,11 +34,17 @@ await yargs(hideBin(process.argv))
   .command(
     "run",
     "Run the volume controllers against a cluster (the production command).",
-    (y) => y.options(RUN_FLAGS).strictOptions(),
+    (y) =>
+      y
+        .options(withFlagNames(RUN_FLAGS))
+        .strictOptions()
+        .epilogue(
+          `Every other kube-controller-manager ${KCM_VERSION} flag is accepted and ignored (named in one warning).`,
+        ),
     async (argv) => {
       let config;
       try {
-        config = toRunConfig(argv);
+        config = toRunConfig(argv, ignoredFlags);
       } catch (err) {
         fail((err as Error).message, USAGE_ERROR);
       }
@@ -39,7 +59,12 @@ await yargs(hideBin(process.argv))
   .command(
     "dev",
     "Start an embedded etcd + kube-apiserver on loopback (built from source, cached) and run the controllers against it.",
-    (y) => y.options(DEV_FLAGS).strictOptions(),
+    // The playground is not a KCM command line: --no-demo (and --no-<flag>) read as they do elsewhere.
+    (y) =>
+      y
+        .parserConfiguration({ "boolean-negation": true, "camel-case-expansion": false })
+        .options(withFlagNames(DEV_FLAGS))
+        .strictOptions(),
     async (argv) => {
       let config;
       try {
@@ -49,7 +74,7 @@ await yargs(hideBin(process.argv))
       }
       const { runDev } = await import("./dev.js");
       try {
-        await runDev(config, { demo: argv.demo });
+        await runDev(config, { demo: argv.demo === true });
       } catch (err) {
         fail(`error: ${(err as Error).message}`, 1);
       }

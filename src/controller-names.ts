@@ -1,3 +1,5 @@
+import { KCM_CONTROLLERS } from "./kcm-flags.js";
+
 /**
  * The kube-controller-manager loops this project replaces, by upstream's names and aliases, so that
  * `--controllers` reads exactly as KCM's.
@@ -18,7 +20,8 @@ const canonical = new Map<string, ControllerName>(
 /**
  * Resolves a KCM-style `--controllers` list: `*` enables every controller (all of ours are on by
  * default in KCM), `name` enables one, `-name` disables one; the first entry naming a controller
- * wins, as in KCM's IsControllerEnabled. Unknown names are an error.
+ * wins, as in KCM's IsControllerEnabled. KCM's other controllers (and aliases) are accepted and left
+ * to KCM, so that KCM's own `--controllers` value works; a name KCM does not know is an error.
  */
 export function enabledControllers(list: readonly string[]): Set<ControllerName> {
   const decided = new Map<ControllerName, boolean>();
@@ -30,10 +33,14 @@ export function enabledControllers(list: readonly string[]): Set<ControllerName>
       continue;
     }
     const disable = entry.startsWith("-");
-    const name = canonical.get(disable ? entry.slice(1) : entry);
+    const bare = disable ? entry.slice(1) : entry;
+    const name = canonical.get(bare);
+    if (!name && KCM_CONTROLLERS.includes(bare)) continue;
     if (!name) {
       const known = CONTROLLERS.map((c) => c.name).join(", ");
-      throw new Error(`"${entry}" is not in the list of known controllers (${known}, or *)`);
+      throw new Error(
+        `"${entry}" is not in the list of known controllers (kvc's: ${known}; or another of kube-controller-manager's, or *)`,
+      );
     }
     if (!decided.has(name)) decided.set(name, !disable);
   }

@@ -1,4 +1,6 @@
 import type { Options } from "yargs";
+import { typeName } from "./flag-types.js";
+import { KCM_VERSION } from "./kcm-flags.js";
 import { RUN_FLAGS } from "./options.js";
 
 /** docs/flags.md, generated from the CLI definition (`npm run docs:flags`; a test keeps it current). */
@@ -10,7 +12,7 @@ export function flagReference(): string {
     const choices = flag.choices
       ? ` One of: ${(flag.choices as string[]).map((c) => `\`${c}\``).join(", ")}.`
       : "";
-    const row = `| \`--${name}\` | ${String(flag.type)} | ${def} | ${String(flag.describe).replaceAll("|", "\\|")}${choices} |`;
+    const row = `| \`--${name}\` | ${typeName(flag)} | ${def} | ${String(flag.describe).replaceAll("|", "\\|")}${choices} |`;
     groups.set(group, [...(groups.get(group) ?? []), row]);
   }
   const sections = [...groups].map(
@@ -21,7 +23,9 @@ export function flagReference(): string {
     "# `kvc run` flags",
     "",
     "Generated from `src/options.ts` by `npm run docs:flags`; do not edit by hand. Names and defaults are",
-    "kube-controller-manager's; durations are Go durations (`15s`, `1m30s`).",
+    "kube-controller-manager's; durations are Go durations (`15s`, `1m30s`). Every other flag of",
+    `kube-controller-manager ${KCM_VERSION} is accepted and ignored (named in one warning at start-up); see`,
+    "[operations.md](operations.md#installing-beside-kcm).",
     "",
     sections.join("\n"),
   ].join("\n");

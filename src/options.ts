@@ -3,12 +3,14 @@ import { loadYaml, type V1Pod } from "@kubernetes/client-node";
 import type { Options } from "yargs";
 import { enabledControllers, type ControllerName } from "./controller-names.js";
 import type { LoggingFormat } from "./runtime/logger.js";
-import { formatDuration, parseDuration } from "./util/duration.js";
+import { duration, float, int, strings } from "./flag-types.js";
+import { formatDuration } from "./util/duration.js";
 import { DEFAULT_FLEX_VOLUME_PLUGIN_DIR } from "./volume/flexvolume/prober.js";
 
 /**
- * `kvc run` flags, named and defaulted as kube-controller-manager's so that a KCM command line for
- * these loops works unchanged. The groups order `--help`; docs/flags.md is generated from this table.
+ * `kvc run` flags, named, typed and defaulted as kube-controller-manager's; values are parsed where
+ * they are declared (`coerce`). KCM's other flags are accepted and ignored (kcm-command-line.ts). The
+ * groups order `--help`; docs/flags.md is generated from this table.
  */
 export const RUN_FLAGS = {
   kubeconfig: {
@@ -23,6 +25,7 @@ export const RUN_FLAGS = {
   },
   controllers: {
     type: "string",
+    coerce: strings,
     group: "Generic:",
     default: "*",
     describe:
@@ -30,17 +33,17 @@ export const RUN_FLAGS = {
       "Names: persistentvolume-binder-controller (persistentvolume-binder), " +
       "persistentvolume-attach-detach-controller (attachdetach), " +
       "persistentvolumeclaim-protection-controller (pvc-protection), " +
-      "persistentvolume-protection-controller (pv-protection).",
+      "persistentvolume-protection-controller (pv-protection). KCM's other controller names are accepted and left to KCM.",
   },
   "kube-api-qps": {
-    type: "number",
+    coerce: float(),
     group: "Generic:",
     default: 20,
     describe:
       "Queries per second to the API server (client-side token bucket); 0 means 5, negative: no limit.",
   },
   "kube-api-burst": {
-    type: "number",
+    coerce: int(1),
     group: "Generic:",
     default: 30,
     describe: "Burst of queries to the API server above --kube-api-qps.",
@@ -53,18 +56,21 @@ export const RUN_FLAGS = {
   },
   "leader-elect-lease-duration": {
     type: "string",
+    coerce: duration,
     group: "Leader election:",
     default: "15s",
     describe: "How long a non-leader waits after the last observed renewal before taking over.",
   },
   "leader-elect-renew-deadline": {
     type: "string",
+    coerce: duration,
     group: "Leader election:",
     default: "10s",
     describe: "How long the leader retries renewing before it gives up leadership (and exits).",
   },
   "leader-elect-retry-period": {
     type: "string",
+    coerce: duration,
     group: "Leader election:",
     default: "2s",
     describe: "How long clients wait between attempts to acquire or renew.",
@@ -90,6 +96,7 @@ export const RUN_FLAGS = {
   },
   "pvclaimbinder-sync-period": {
     type: "string",
+    coerce: duration,
     group: "Persistent volume binder:",
     default: "15s",
     describe: "The period for syncing persistent volumes and persistent volume claims.",
@@ -107,13 +114,13 @@ export const RUN_FLAGS = {
     describe: "Enable HostPath PV provisioning (single-node testing only; not for multi-node clusters).",
   },
   "pv-recycler-minimum-timeout-hostpath": {
-    type: "number",
+    coerce: int(0),
     group: "Persistent volume binder:",
     default: 60,
     describe: "The minimum ActiveDeadlineSeconds of a hostPath recycler pod (development and testing only).",
   },
   "pv-recycler-timeout-increment-hostpath": {
-    type: "number",
+    coerce: int(0),
     group: "Persistent volume binder:",
     default: 30,
     describe: "Seconds of ActiveDeadlineSeconds per Gi of a hostPath volume for its recycler pod.",
@@ -126,6 +133,7 @@ export const RUN_FLAGS = {
   },
   "attach-detach-reconcile-sync-period": {
     type: "string",
+    coerce: duration,
     group: "Attach/detach:",
     default: "1m0s",
     describe: "The reconciler's period for verifying that attached volumes are still attached.",
@@ -156,14 +164,14 @@ export const RUN_FLAGS = {
     describe: "Address for /metrics, /healthz, /livez and /readyz (plain HTTP).",
   },
   "secure-port": {
-    type: "number",
+    coerce: int(0),
     group: "Serving:",
     default: 10257,
     describe:
       "Port for /metrics and the health endpoints (plain HTTP for now, despite KCM's name); 0 disables.",
   },
   v: {
-    type: "number",
+    coerce: int(0),
     group: "Logging:",
     default: 0,
     describe: "Log verbosity as klog's -v: 0-2 info, 3-4 debug, 5+ trace.",
@@ -206,6 +214,8 @@ export const DEV_FLAGS = {
 
 /** The validated `kvc run` configuration; durations in milliseconds. */
 export interface RunConfig {
+  /** KCM flags on the command line that kvc does not implement (logged once as ignored). */
+  ignoredFlags: string[];
   kubeconfig: string | undefined;
   master: string | undefined;
   controllers: Set<ControllerName>;
@@ -240,22 +250,12 @@ export interface RunConfig {
 
 type RunArgs = { [K in keyof typeof RUN_FLAGS]?: unknown };
 
-/** Turns parsed flags into a RunConfig, or throws one clear sentence naming the bad flag. */
-export function toRunConfig(argv: RunArgs): RunConfig {
-  const duration = (flag: keyof RunArgs): number => {
-    try {
-      return parseDuration(String(argv[flag]));
-    } catch (err) {
-      throw new Error(`--${flag}: ${(err as Error).message}`, { cause: err });
-    }
-  };
-  const number = (flag: keyof RunArgs, min: number): number => {
-    const n = argv[flag];
-    if (typeof n !== "number" || !Number.isFinite(n) || n < min) {
-      throw new Error(`--${flag}: want a number >= ${min}, got ${String(n)}`);
-    }
-    return n;
-  };
+/**
+ * Turns flags parsed and coerced by their declarations into a RunConfig, or throws one clear
+ * sentence naming the bad flag (checks across flags, files).
+ */
+export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConfig {
+  const number = (flag: keyof RunArgs): number => argv[flag] as number;
   const optionalString = (flag: keyof RunArgs): string | undefined =>
     typeof argv[flag] === "string" && argv[flag] !== "" ? argv[flag] : undefined;
 
@@ -265,14 +265,14 @@ export function toRunConfig(argv: RunArgs): RunConfig {
   }
   let controllers: Set<ControllerName>;
   try {
-    controllers = enabledControllers(String(argv.controllers).split(","));
+    controllers = enabledControllers(argv.controllers as string[]);
   } catch (err) {
     throw new Error(`--controllers: ${(err as Error).message}`, { cause: err });
   }
   const leaderElection = () => {
-    const leaseDurationMs = duration("leader-elect-lease-duration");
-    const renewDeadlineMs = duration("leader-elect-renew-deadline");
-    const retryPeriodMs = duration("leader-elect-retry-period");
+    const leaseDurationMs = number("leader-elect-lease-duration");
+    const renewDeadlineMs = number("leader-elect-renew-deadline");
+    const retryPeriodMs = number("leader-elect-retry-period");
     if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > 1.2 * retryPeriodMs)) {
       throw new Error(
         "--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, which must exceed " +
@@ -289,27 +289,28 @@ export function toRunConfig(argv: RunArgs): RunConfig {
     };
   };
   return {
+    ignoredFlags,
     kubeconfig,
     master: optionalString("master"),
     controllers,
-    qps: number("kube-api-qps", -Infinity),
-    burst: number("kube-api-burst", 1),
+    qps: number("kube-api-qps"),
+    burst: number("kube-api-burst"),
     leaderElection: argv["leader-elect"] === true ? leaderElection() : undefined,
-    pvClaimBinderSyncPeriodMs: duration("pvclaimbinder-sync-period"),
+    pvClaimBinderSyncPeriodMs: number("pvclaimbinder-sync-period"),
     enableDynamicProvisioning: argv["enable-dynamic-provisioning"] === true,
     enableHostPathProvisioner: argv["enable-hostpath-provisioner"] === true,
     recyclerHostPath: {
-      minimumTimeoutSeconds: number("pv-recycler-minimum-timeout-hostpath", 0),
-      timeoutIncrementSeconds: number("pv-recycler-timeout-increment-hostpath", 0),
+      minimumTimeoutSeconds: number("pv-recycler-minimum-timeout-hostpath"),
+      timeoutIncrementSeconds: number("pv-recycler-timeout-increment-hostpath"),
       podTemplate: recyclerTemplate(optionalString("pv-recycler-pod-template-filepath-hostpath")),
     },
-    attachDetachReconcileSyncPeriodMs: duration("attach-detach-reconcile-sync-period"),
+    attachDetachReconcileSyncPeriodMs: number("attach-detach-reconcile-sync-period"),
     disableAttachDetachReconcileSync: argv["disable-attach-detach-reconcile-sync"] === true,
     disableForceDetachOnTimeout: argv["disable-force-detach-on-timeout"] === true,
     flexVolumePluginDir: String(argv["flex-volume-plugin-dir"]),
     bindAddress: String(argv["bind-address"]),
-    securePort: number("secure-port", 0),
-    verbosity: number("v", 0),
+    securePort: number("secure-port"),
+    verbosity: number("v"),
     loggingFormat: argv["logging-format"] === "text" ? "text" : "json",
   };
 }

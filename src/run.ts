@@ -24,6 +24,9 @@ export async function run(
     format: config.loggingFormat,
     destination: logDestination,
   });
+  if (config.ignoredFlags.length > 0) {
+    log.warn({ flags: config.ignoredFlags }, "ignoring kube-controller-manager flags kvc does not implement");
+  }
   const kubeConfig = loadKubeConfig(config.kubeconfig, config.master);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });

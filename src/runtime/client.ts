@@ -13,18 +13,53 @@ import {
 } from "@kubernetes/client-node";
 // client-node does not export its default HTTP library from the package root.
 import { IsomorphicFetchHttpLibrary } from "@kubernetes/client-node/dist/gen/http/isomorphic-fetch.js";
+import { existsSync } from "node:fs";
+import { delimiter } from "node:path";
 import { Counter, Histogram, type Registry } from "prom-client";
 import { realClock, sleep, type Clock } from "./clock.js";
 import { TokenBucket } from "./workqueue/rate-limiter.js";
 
 /**
  * A kubeconfig as kube-controller-manager builds it: the file when given, --master overriding its
- * server; neither: the in-cluster service account.
+ * server; neither: the in-cluster service account. Unlike KCM, and as kubectl, the files in
+ * $KUBECONFIG (merged, the first one's context current) stand in for a missing --kubeconfig.
  */
-export function loadKubeConfig(kubeconfig: string | undefined, master: string | undefined): KubeConfig {
+export function loadKubeConfig(
+  kubeconfig: string | undefined,
+  master: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): KubeConfig {
   const kc = new KubeConfig();
+  const fromEnv = (env.KUBECONFIG ?? "").split(delimiter).filter((f) => f !== "");
   if (kubeconfig) kc.loadFromFile(kubeconfig);
-  else if (!master) kc.loadFromCluster();
+  else if (fromEnv.length > 0) {
+    // As kubectl (clientcmd's loading rules): files that do not exist are skipped; the first file
+    // to set a current context or name a cluster, user or context wins (client-node's mergeConfig
+    // lets the last one win, or throws on a duplicate name).
+    const files = fromEnv.filter((f) => existsSync(f));
+    if (files.length === 0) throw new Error(`KUBECONFIG=${env.KUBECONFIG}: no such file`);
+    for (const file of files) {
+      const other = new KubeConfig();
+      other.loadFromFile(file);
+      const absent =
+        <T extends { name: string }>(have: T[]) =>
+        (x: T) =>
+          !have.some((h) => h.name === x.name);
+      kc.clusters = [...kc.clusters, ...other.clusters.filter(absent(kc.clusters))];
+      kc.users = [...kc.users, ...other.users.filter(absent(kc.users))];
+      kc.contexts = [...kc.contexts, ...other.contexts.filter(absent(kc.contexts))];
+      if (!kc.currentContext && other.currentContext) kc.setCurrentContext(other.currentContext);
+    }
+  } else if (!master) {
+    // client-node would build "https://undefined:undefined" and fail with "Invalid URL".
+    if (!env.KUBERNETES_SERVICE_HOST || !env.KUBERNETES_SERVICE_PORT) {
+      throw new Error(
+        "no cluster to talk to: not running in a pod (KUBERNETES_SERVICE_HOST/PORT unset); " +
+          "give --kubeconfig=<file> (or set KUBECONFIG) or --master=<url>",
+      );
+    }
+    kc.loadFromCluster();
+  }
   if (master) {
     const current = kc.getCurrentCluster();
     const name = current?.name ?? "master";

@@ -20,9 +20,18 @@ test("without * only named controllers run; the first mention wins", () => {
   assert.equal(enabledControllers([]).size, 0);
 });
 
-test("unknown names are refused", () => {
+test("KCM's other controllers, by name or alias, are accepted and left to KCM", () => {
+  // kubeadm's manifest: --controllers=*,bootstrapsigner,tokencleaner
+  assert.equal(enabledControllers(["*", "bootstrapsigner", "tokencleaner"]).size, 4);
+  assert.deepEqual(
+    [...enabledControllers(["-nodelifecycle", "node-ipam-controller", "pv-protection"])],
+    ["persistentvolume-protection-controller"],
+  );
+});
+
+test("names KCM does not know are refused", () => {
   assert.throws(
-    () => enabledControllers(["*", "-nodelifecycle"]),
-    /"-nodelifecycle" is not in the list of known controllers/,
+    () => enabledControllers(["*", "-nosuchcontroller"]),
+    /"-nosuchcontroller" is not in the list of known controllers/,
   );
 });
