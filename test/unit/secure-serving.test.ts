@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import type { V1SubjectAccessReview, V1TokenReview } from "@kubernetes/client-node";
 import { probe } from "../../src/controlplane/https-probe.js";
+import { RUN_FLAGS, toRunConfig } from "../../src/options.js";
 import { ANONYMOUS, bearerToken, DelegatingAuthenticator } from "../../src/runtime/auth/authentication.js";
 import { alwaysAllowPaths, DelegatingAuthorizer } from "../../src/runtime/auth/authorization.js";
 import { ReviewCache } from "../../src/runtime/auth/review-cache.js";
@@ -251,5 +252,55 @@ describe("servingCert as SecureServingOptions.MaybeDefaultWithSelfSignedCerts", 
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("secure serving flags", () => {
+  const defaults = Object.fromEntries(
+    Object.entries(RUN_FLAGS).map(([name, flag]) => [name, "default" in flag ? flag.default : undefined]),
+  );
+  test("KCM's defaults: 10257, in-memory certificate, health paths always allowed, 10 s caches", () => {
+    const config = toRunConfig({ ...defaults, "leader-elect": false });
+    assert.equal(config.securePort, 10257);
+    assert.equal(config.bindAddress, "0.0.0.0");
+    assert.deepEqual([config.certDir, config.tlsCertFile, config.tlsPrivateKeyFile], ["", "", ""]);
+    assert.equal(config.tlsMinVersion, undefined);
+    assert.deepEqual(config.authentication, { kubeconfig: undefined, cacheTtlMs: 10_000 });
+    assert.deepEqual(config.authorization, {
+      kubeconfig: undefined,
+      alwaysAllowPaths: ["/healthz", "/readyz", "/livez"],
+      allowCacheTtlMs: 10_000,
+      denyCacheTtlMs: 10_000,
+    });
+  });
+  test("bad values are one sentence naming the flag", () => {
+    const bad = (flag: string, value: unknown, message: RegExp) => {
+      assert.throws(() => toRunConfig({ ...defaults, "leader-elect": false, [flag]: value }), message);
+    };
+    bad("tls-min-version", "TLS1.2", /^Error: --tls-min-version: unknown tls version "TLS1.2"/);
+    bad(
+      "authorization-always-allow-paths",
+      "/a*/b",
+      /^Error: --authorization-always-allow-paths: only trailing/,
+    );
+    bad(
+      "authentication-kubeconfig",
+      "/nonexistent",
+      /^Error: --authentication-kubeconfig: \/nonexistent: no such file/,
+    );
+    bad(
+      "authorization-webhook-cache-authorized-ttl",
+      "10",
+      /^Error: --authorization-webhook-cache-authorized-ttl/,
+    );
+    assert.equal(
+      toRunConfig({ ...defaults, "leader-elect": false, "tls-min-version": "VersionTLS13" }).tlsMinVersion,
+      "TLSv1.3",
+    );
+    assert.deepEqual(
+      toRunConfig({ ...defaults, "leader-elect": false, "authorization-always-allow-paths": "" })
+        .authorization.alwaysAllowPaths,
+      [],
+    );
   });
 });
