@@ -1,12 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
-import type { SecureVersion } from "node:tls";
+import { readFileSync } from "node:fs";
+import { createSecureContext, type SecureVersion } from "node:tls";
 import type { Registry } from "prom-client";
 import type { DelegatingAuthenticator } from "./auth/authentication.js";
 import type { DelegatingAuthorizer } from "./auth/authorization.js";
 import { runChecks, type HealthCheck } from "./health.js";
-import type { Logger } from "./logger.js";
+import type { LogSink } from "./logger.js";
 import type { ServingCert } from "./serving-cert.js";
 
 export interface ServingOptions {
@@ -22,8 +23,12 @@ export interface ServingOptions {
   healthz: readonly HealthCheck[];
   /** /readyz: informers synced. */
   readyz: readonly HealthCheck[];
-  logger: Logger;
+  logger: LogSink;
+  /** How often certificate files are checked for a change (upstream's dynamic serving certificate polls every minute). */
+  certReloadMs?: number;
 }
+
+const CERT_RELOAD_MS = 60_000;
 
 /**
  * Serves /metrics, /healthz, /livez and /readyz over HTTPS as kube-controller-manager does on
@@ -47,17 +52,51 @@ export async function serve(
     server.once("error", reject);
     server.listen(opts.port, opts.bindAddress, resolve);
   });
+  const files = opts.cert.files;
+  let current = { cert: opts.cert.cert, key: opts.cert.key };
+  const reload =
+    files &&
+    setInterval(() => {
+      current = reloadCert(server, files, current, opts);
+    }, opts.certReloadMs ?? CERT_RELOAD_MS).unref();
   return {
     server,
     port: (server.address() as AddressInfo).port,
     close: () =>
       new Promise((resolve) => {
+        clearInterval(reload);
         server.close(() => {
           resolve();
         });
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * Serves a rotated certificate from the next connection on, as upstream's DynamicCertKeyPairContent:
+ * a pair that cannot be read or does not match (e.g. caught half-written) keeps the current one.
+ */
+function reloadCert(
+  server: Server,
+  files: { cert: string; key: string },
+  current: { cert: string; key: string },
+  opts: Pick<ServingOptions, "minVersion" | "logger">,
+): { cert: string; key: string } {
+  let cert: string;
+  let key: string;
+  try {
+    cert = readFileSync(files.cert, "utf8");
+    key = readFileSync(files.key, "utf8");
+    if (cert === current.cert && key === current.key) return current;
+    createSecureContext({ cert, key }); // throws when the key does not match the certificate
+  } catch (err) {
+    opts.logger.warn({ err, files }, "cannot reload the serving certificate; keeping the current one");
+    return current;
+  }
+  server.setSecureContext({ cert, key, ...(opts.minVersion && { minVersion: opts.minVersion }) });
+  opts.logger.info({ certificate: files.cert }, "serving certificate reloaded");
+  return { cert, key };
 }
 
 function respond(

@@ -18,6 +18,8 @@ export interface ServingCert {
   key: string;
   /** Where it came from, for the start-up log. */
   source: string;
+  /** The files it was read from, reloaded when they change (a rotated certificate); none when generated in memory. */
+  files?: { cert: string; key: string };
 }
 
 /**
@@ -35,6 +37,7 @@ export async function servingCert(opts: ServingCertOptions): Promise<ServingCert
       cert: readPem("--tls-cert-file", opts.certFile),
       key: readPem("--tls-private-key-file", opts.keyFile),
       source: opts.certFile,
+      files: { cert: opts.certFile, key: opts.keyFile },
     };
   }
   const certFile = opts.certDir && join(opts.certDir, `${PAIR_NAME}.crt`);
@@ -45,7 +48,12 @@ export async function servingCert(opts: ServingCertOptions): Promise<ServingCert
     throw new Error(`--cert-dir: ${present} exists but ${missing} does not`);
   }
   if (certFile && keyFile && existsSync(certFile)) {
-    return { cert: readPem("--cert-dir", certFile), key: readPem("--cert-dir", keyFile), source: certFile };
+    return {
+      cert: readPem("--cert-dir", certFile),
+      key: readPem("--cert-dir", keyFile),
+      source: certFile,
+      files: { cert: certFile, key: keyFile },
+    };
   }
   // As upstream: the public address "localhost" and 127.0.0.1, plus the bind address when specific.
   const unspecified = opts.bindAddress === "" || opts.bindAddress === "0.0.0.0" || opts.bindAddress === "::";
@@ -61,7 +69,11 @@ export async function servingCert(opts: ServingCertOptions): Promise<ServingCert
     } catch (err) {
       throw new Error(`--cert-dir: ${(err as Error).message}`, { cause: err });
     }
-    return { ...generated, source: `generated self-signed ${certFile}` };
+    return {
+      ...generated,
+      source: `generated self-signed ${certFile}`,
+      files: { cert: certFile, key: keyFile },
+    };
   }
   return { ...generated, source: "generated self-signed in memory" };
 }

@@ -6,6 +6,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
+import { connect } from "node:tls";
+import { Registry } from "prom-client";
 import type { V1SubjectAccessReview, V1TokenReview } from "@kubernetes/client-node";
 import { probe } from "../../src/controlplane/https-probe.js";
 import { RUN_FLAGS, toRunConfig } from "../../src/options.js";
@@ -13,8 +15,10 @@ import { ANONYMOUS, bearerToken, DelegatingAuthenticator } from "../../src/runti
 import { alwaysAllowPaths, DelegatingAuthorizer } from "../../src/runtime/auth/authorization.js";
 import { ReviewCache } from "../../src/runtime/auth/review-cache.js";
 import { FakeClock } from "../../src/runtime/clock.js";
-import { requestURL } from "../../src/runtime/server.js";
-import { PAIR_NAME, servingCert } from "../../src/runtime/serving-cert.js";
+import { requestURL, serve } from "../../src/runtime/server.js";
+import { PAIR_NAME, selfSignedCertKey, servingCert } from "../../src/runtime/serving-cert.js";
+import { silentLogger } from "../../src/runtime/logger.js";
+import { waitFor } from "../../src/util/wait.js";
 
 describe("--authorization-always-allow-paths as upstream's path authorizer", () => {
   test("whole paths, with or without the leading slash; a trailing * is a prefix", () => {
@@ -303,4 +307,63 @@ describe("secure serving flags", () => {
       [],
     );
   });
+});
+
+test("serve reloads rotated certificate files from the next connection on; a mismatched pair keeps the current one", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kvc-cert-"));
+  const files = { cert: join(dir, "tls.crt"), key: join(dir, "tls.key") };
+  const write = (pair: { cert: string; key: string }) => {
+    writeFileSync(files.cert, pair.cert);
+    writeFileSync(files.key, pair.key);
+  };
+  const [a, b] = await Promise.all([
+    selfSignedCertKey("localhost", { ips: [], dns: [] }),
+    selfSignedCertKey("localhost", { ips: [], dns: [] }),
+  ]);
+  write(a);
+  const warnings: string[] = [];
+  const served = await serve({
+    bindAddress: "127.0.0.1",
+    port: 0,
+    cert: await servingCert({
+      bindAddress: "127.0.0.1",
+      certDir: "",
+      certFile: files.cert,
+      keyFile: files.key,
+    }),
+    authenticator: new DelegatingAuthenticator(undefined, { cacheTtlMs: 0 }),
+    authorizer: new DelegatingAuthorizer(undefined, {
+      alwaysAllowPaths: ["/healthz"],
+      allowCacheTtlMs: 0,
+      denyCacheTtlMs: 0,
+    }),
+    registry: new Registry(),
+    healthz: [],
+    readyz: [],
+    logger: { ...silentLogger, warn: (_o, msg) => void warnings.push(msg) },
+    certReloadMs: 20,
+  });
+  const peer = () =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect({ host: "127.0.0.1", port: served.port, rejectUnauthorized: false }, () => {
+        resolve(socket.getPeerCertificate().fingerprint256);
+        socket.end();
+      });
+      socket.on("error", reject);
+    });
+  const fingerprint = (pem: string) => new X509Certificate(pem).fingerprint256;
+  try {
+    assert.equal(await peer(), fingerprint(a.cert));
+    writeFileSync(files.cert, b.cert); // half-way through a rotation: b's certificate, a's key
+    await waitFor(() => warnings.length > 0, { timeoutMs: 10_000, what: "the mismatch to be noticed" });
+    assert.equal(await peer(), fingerprint(a.cert), "a mismatched pair is not served");
+    write(b);
+    await waitFor(async () => (await peer()) === fingerprint(b.cert), {
+      timeoutMs: 10_000,
+      what: "the rotated certificate to be served",
+    });
+  } finally {
+    await served.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
