@@ -40,30 +40,30 @@ type Review = { authenticated: true; user: UserInfo } | { authenticated: false }
  * Client certificates and front-proxy headers are not supported.
  */
 export class DelegatingAuthenticator {
-  readonly #cache: ReviewCache<Review> | undefined;
+  readonly #reviews:
+    { api: Pick<AuthenticationV1Api, "createTokenReview">; cache: ReviewCache<Review> } | undefined;
 
   constructor(
     api: Pick<AuthenticationV1Api, "createTokenReview"> | undefined,
     opts: { cacheTtlMs: number; clock?: Clock; max?: number },
   ) {
-    this.#api = api;
-    this.#cache =
-      api && new ReviewCache<Review>({ ttlMs: () => opts.cacheTtlMs, clock: opts.clock, max: opts.max });
+    this.#reviews = api && {
+      api,
+      cache: new ReviewCache<Review>({ ttlMs: () => opts.cacheTtlMs, clock: opts.clock, max: opts.max }),
+    };
   }
-
-  readonly #api: Pick<AuthenticationV1Api, "createTokenReview"> | undefined;
 
   /** The request's user, or undefined when it must be answered 401 Unauthorized. */
   async authenticate(authorization: string | undefined): Promise<UserInfo | undefined> {
-    const api = this.#api;
-    if (!this.#cache || !api) return ANONYMOUS;
+    if (!this.#reviews) return ANONYMOUS;
+    const { api, cache } = this.#reviews;
     const bearer = bearerToken(authorization);
     if (bearer === "none") return ANONYMOUS;
     if (bearer === "invalid") return undefined;
     // Keyed by the token's hash, as upstream's token cache, so tokens are not kept in memory.
     const key = createHash("sha256").update(bearer.token).digest("hex");
     try {
-      const review = await this.#cache.get(key, async (): Promise<Review> => {
+      const review = await cache.get(key, async (): Promise<Review> => {
         const res = await api.createTokenReview(
           {
             body: {
