@@ -64,7 +64,7 @@ export async function startCompiledKvc(
     { stdio: "ignore" },
   );
   const exited = once(child, "exit") as Promise<[number | null, string | null]>;
-  await waitFor(async () => (await probe(`http://127.0.0.1:${port}/readyz`)).status === 200, {
+  await waitFor(async () => (await probe(`https://127.0.0.1:${port}/readyz`)).status === 200, {
     timeoutMs: 10 * 60_000,
     what: "kvc to be ready",
     signal: abortedWhen(

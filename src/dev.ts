@@ -53,7 +53,9 @@ export async function runDev(config: RunConfig, options: DevOptions): Promise<vo
         `  controllers: ${[...config.controllers].join(", ")}`,
         `  logs: tail -f ${logFile}`,
         `  FlexVolume drivers: ${flexDir}`,
-        config.securePort > 0 ? `  metrics: http://${config.bindAddress}:${config.securePort}/metrics` : "",
+        config.securePort > 0
+          ? `  metrics: curl -k -H "Authorization: Bearer $(kubectl config view --raw -o jsonpath='{.users[0].user.token}')" https://${config.bindAddress}:${config.securePort}/metrics`
+          : "",
         "  Press Ctrl-C to stop; every process and file of this run is removed.",
         "",
       ].join("\n") + "\n",
@@ -66,6 +68,15 @@ export async function runDev(config: RunConfig, options: DevOptions): Promise<vo
         master: undefined,
         leaderElection: undefined,
         flexVolumePluginDir: flexDir,
+        // Delegated authentication and authorization against the embedded apiserver, unless set.
+        authentication: {
+          ...config.authentication,
+          kubeconfig: config.authentication.kubeconfig ?? cp.kubeconfigPath,
+        },
+        authorization: {
+          ...config.authorization,
+          kubeconfig: config.authorization.kubeconfig ?? cp.kubeconfigPath,
+        },
       },
       { logDestination: createWriteStream(logFile, { flags: "a" }) },
     ).finally(() => {

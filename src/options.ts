@@ -1,11 +1,21 @@
 import { existsSync, readFileSync } from "node:fs";
 import { loadYaml, type V1Pod } from "@kubernetes/client-node";
+import type { SecureVersion } from "node:tls";
 import type { Options } from "yargs";
 import { enabledControllers, type ControllerName } from "./controller-names.js";
+import { alwaysAllowPaths } from "./runtime/auth/authorization.js";
 import type { LoggingFormat } from "./runtime/logger.js";
 import { duration, float, int, strings } from "./flag-types.js";
 import { formatDuration } from "./util/duration.js";
 import { DEFAULT_FLEX_VOLUME_PLUGIN_DIR } from "./volume/flexvolume/prober.js";
+
+/** --tls-min-version's values (Go's crypto/tls names, as KCM takes them) in Node's terms. */
+const TLS_VERSIONS = {
+  VersionTLS10: "TLSv1",
+  VersionTLS11: "TLSv1.1",
+  VersionTLS12: "TLSv1.2",
+  VersionTLS13: "TLSv1.3",
+} as const satisfies Record<string, SecureVersion>;
 
 /**
  * `kvc run` flags, named, typed and defaulted as kube-controller-manager's; values are parsed where
@@ -159,16 +169,89 @@ export const RUN_FLAGS = {
   },
   "bind-address": {
     type: "string",
-    group: "Serving:",
+    group: "Secure serving:",
     default: "0.0.0.0",
-    describe: "Address for /metrics, /healthz, /livez and /readyz (plain HTTP).",
+    describe:
+      "The IP address on which to listen for the --secure-port port. If blank or an unspecified address (0.0.0.0 or ::), all interfaces.",
   },
   "secure-port": {
     coerce: int(0),
-    group: "Serving:",
+    group: "Secure serving:",
     default: 10257,
     describe:
-      "Port for /metrics and the health endpoints (plain HTTP for now, despite KCM's name); 0 disables.",
+      "The port on which to serve HTTPS with authentication and authorization (/metrics, /healthz, /livez, /readyz). If 0, don't serve HTTPS at all.",
+  },
+  "cert-dir": {
+    type: "string",
+    group: "Secure serving:",
+    default: "",
+    describe:
+      "The directory where the TLS certs are located (kube-volume-controller.crt/.key; a self-signed pair is written there when missing). " +
+      "If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored. Empty: a self-signed certificate in memory.",
+  },
+  "tls-cert-file": {
+    type: "string",
+    group: "Secure serving:",
+    default: "",
+    describe:
+      "File containing the default x509 Certificate for HTTPS (CA cert, if any, concatenated after server cert).",
+  },
+  "tls-private-key-file": {
+    type: "string",
+    group: "Secure serving:",
+    default: "",
+    describe: "File containing the default x509 private key matching --tls-cert-file.",
+  },
+  "tls-min-version": {
+    type: "string",
+    group: "Secure serving:",
+    default: "",
+    describe: `Minimum TLS version supported. Possible values: ${Object.keys(TLS_VERSIONS).join(", ")}. Empty: VersionTLS12.`,
+  },
+  "authentication-kubeconfig": {
+    type: "string",
+    group: "Authentication:",
+    default: "",
+    describe:
+      "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io. " +
+      "This is optional. If empty, the in-cluster service account; outside a cluster all token requests are considered to be anonymous.",
+  },
+  "authentication-token-webhook-cache-ttl": {
+    type: "string",
+    coerce: duration,
+    group: "Authentication:",
+    default: "10s",
+    describe: "The duration to cache responses from the webhook token authenticator.",
+  },
+  "authorization-kubeconfig": {
+    type: "string",
+    group: "Authorization:",
+    default: "",
+    describe:
+      "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. " +
+      "This is optional. If empty, the in-cluster service account; outside a cluster all requests not skipped by authorization are forbidden.",
+  },
+  "authorization-always-allow-paths": {
+    type: "string",
+    coerce: strings,
+    group: "Authorization:",
+    default: "/healthz,/readyz,/livez",
+    describe:
+      "A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the 'core' kubernetes server.",
+  },
+  "authorization-webhook-cache-authorized-ttl": {
+    type: "string",
+    coerce: duration,
+    group: "Authorization:",
+    default: "10s",
+    describe: "The duration to cache 'authorized' responses from the webhook authorizer.",
+  },
+  "authorization-webhook-cache-unauthorized-ttl": {
+    type: "string",
+    coerce: duration,
+    group: "Authorization:",
+    default: "10s",
+    describe: "The duration to cache 'unauthorized' responses from the webhook authorizer.",
   },
   v: {
     coerce: int(0),
@@ -244,6 +327,17 @@ export interface RunConfig {
   flexVolumePluginDir: string;
   bindAddress: string;
   securePort: number;
+  certDir: string;
+  tlsCertFile: string;
+  tlsPrivateKeyFile: string;
+  tlsMinVersion: SecureVersion | undefined;
+  authentication: { kubeconfig: string | undefined; cacheTtlMs: number };
+  authorization: {
+    kubeconfig: string | undefined;
+    alwaysAllowPaths: string[];
+    allowCacheTtlMs: number;
+    denyCacheTtlMs: number;
+  };
   verbosity: number;
   loggingFormat: LoggingFormat;
 }
@@ -256,13 +350,16 @@ type RunArgs = { [K in keyof typeof RUN_FLAGS]?: unknown };
  */
 export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConfig {
   const number = (flag: keyof RunArgs): number => argv[flag] as number;
+  const string = (flag: keyof RunArgs): string => (typeof argv[flag] === "string" ? argv[flag] : "");
   const optionalString = (flag: keyof RunArgs): string | undefined =>
     typeof argv[flag] === "string" && argv[flag] !== "" ? argv[flag] : undefined;
 
-  const kubeconfig = optionalString("kubeconfig");
-  if (kubeconfig !== undefined && !existsSync(kubeconfig)) {
-    throw new Error(`--kubeconfig: ${kubeconfig}: no such file`);
-  }
+  const optionalFile = (flag: keyof RunArgs): string | undefined => {
+    const path = optionalString(flag);
+    if (path !== undefined && !existsSync(path)) throw new Error(`--${flag}: ${path}: no such file`);
+    return path;
+  };
+  const kubeconfig = optionalFile("kubeconfig");
   let controllers: Set<ControllerName>;
   try {
     controllers = enabledControllers(argv.controllers as string[]);
@@ -310,9 +407,43 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
     flexVolumePluginDir: String(argv["flex-volume-plugin-dir"]),
     bindAddress: String(argv["bind-address"]),
     securePort: number("secure-port"),
+    certDir: string("cert-dir"),
+    tlsCertFile: string("tls-cert-file"),
+    tlsPrivateKeyFile: string("tls-private-key-file"),
+    tlsMinVersion: tlsMinVersion(string("tls-min-version")),
+    authentication: {
+      kubeconfig: optionalFile("authentication-kubeconfig"),
+      cacheTtlMs: number("authentication-token-webhook-cache-ttl"),
+    },
+    authorization: {
+      kubeconfig: optionalFile("authorization-kubeconfig"),
+      alwaysAllowPaths: alwaysAllowPathsFlag(argv["authorization-always-allow-paths"] as string[]),
+      allowCacheTtlMs: number("authorization-webhook-cache-authorized-ttl"),
+      denyCacheTtlMs: number("authorization-webhook-cache-unauthorized-ttl"),
+    },
     verbosity: number("v"),
     loggingFormat: argv["logging-format"] === "text" ? "text" : "json",
   };
+}
+
+function tlsMinVersion(value: string): SecureVersion | undefined {
+  if (value === "") return undefined;
+  if (!Object.hasOwn(TLS_VERSIONS, value)) {
+    throw new Error(
+      `--tls-min-version: unknown tls version "${value}"; want one of ${Object.keys(TLS_VERSIONS).join(", ")}`,
+    );
+  }
+  return TLS_VERSIONS[value as keyof typeof TLS_VERSIONS];
+}
+
+/** A comma-separated list as pflag's StringSlice; each path checked as the path authorizer does. */
+function alwaysAllowPathsFlag(paths: string[]): string[] {
+  try {
+    alwaysAllowPaths(paths);
+  } catch (err) {
+    throw new Error(`--authorization-always-allow-paths: ${(err as Error).message}`, { cause: err });
+  }
+  return paths;
 }
 
 /** Reads a recycler pod template as KCM does (a Pod in YAML with a volume named "vol"). */

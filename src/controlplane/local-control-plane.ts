@@ -35,6 +35,8 @@ export interface KubeControllerManagerOptions {
   burst?: number;
   /** Extra flags, appended after ours. */
   args?: readonly string[];
+  /** --secure-port; default: a free one. */
+  securePort?: number;
 }
 
 /** How long each part took to become ready, in milliseconds. */
@@ -156,7 +158,7 @@ export class LocalControlPlane {
 
   /** Starts upstream kube-controller-manager against this apiserver and waits for its /healthz. */
   async startKubeControllerManager(opts: KubeControllerManagerOptions): Promise<ManagedProcess> {
-    const port = await freePort();
+    const port = opts.securePort ?? (await freePort());
     const n = this.#kcms.size + 1;
     const certDir = join(this.dir, `kcm-${n}-certs`);
     mkdirSync(certDir, { recursive: true });

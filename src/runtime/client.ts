@@ -1,5 +1,7 @@
 import {
   Observable,
+  AuthenticationV1Api,
+  AuthorizationV1Api,
   type ConfigurationOptions,
   CoordinationV1Api,
   CoreV1Api,
@@ -78,6 +80,32 @@ export function loadKubeConfig(
 }
 
 /**
+ * The kubeconfig of delegated authentication or authorization as apiserver's options find it: the
+ * file when given; else the in-cluster service account; outside a cluster (no
+ * KUBERNETES_SERVICE_HOST/PORT, client-go's ErrNotInCluster) undefined, as the flag is optional for
+ * KCM; without the service account token it is warned about and also undefined.
+ */
+export function delegatedKubeConfig(
+  file: string | undefined,
+  warn: (message: string) => void,
+): KubeConfig | undefined {
+  const kc = new KubeConfig();
+  if (file) {
+    kc.loadFromFile(file);
+    return kc;
+  }
+  if (!process.env.KUBERNETES_SERVICE_HOST || !process.env.KUBERNETES_SERVICE_PORT) return undefined;
+  if (!existsSync(SERVICE_ACCOUNT_TOKEN)) {
+    warn(`failed to read in-cluster kubeconfig: ${SERVICE_ACCOUNT_TOKEN}: no such file`);
+    return undefined;
+  }
+  kc.loadFromCluster();
+  return kc;
+}
+
+const SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+/**
  * client-go's client-side limiter: a token bucket of `qps` refills and `burst` capacity that every
  * request waits on. As client-go: qps 0 means the default 5; a negative qps disables limiting.
  */
@@ -116,6 +144,9 @@ export class ApiClients {
   readonly core: CoreV1Api;
   readonly storage: StorageV1Api;
   readonly coordination: CoordinationV1Api;
+  /** TokenReviews and SubjectAccessReviews, for delegated authentication of the serving port. */
+  readonly authentication: AuthenticationV1Api;
+  readonly authorization: AuthorizationV1Api;
   readonly limiter: ClientRateLimiter;
 
   constructor(
@@ -165,6 +196,8 @@ export class ApiClients {
     this.core = new CoreV1Api(configuration);
     this.storage = new StorageV1Api(configuration);
     this.coordination = new CoordinationV1Api(configuration);
+    this.authentication = new AuthenticationV1Api(configuration);
+    this.authorization = new AuthorizationV1Api(configuration);
   }
 }
 

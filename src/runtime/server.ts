@@ -1,77 +1,168 @@
-import { createServer, type Server } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
+import { readFileSync } from "node:fs";
+import { createSecureContext, type SecureVersion } from "node:tls";
 import type { Registry } from "prom-client";
+import type { DelegatingAuthenticator } from "./auth/authentication.js";
+import type { DelegatingAuthorizer } from "./auth/authorization.js";
 import { runChecks, type HealthCheck } from "./health.js";
+import type { LogSink } from "./logger.js";
+import type { ServingCert } from "./serving-cert.js";
 
 export interface ServingOptions {
   bindAddress: string;
   port: number;
+  cert: ServingCert;
+  /** --tls-min-version as Node names it; undefined: Node's default (TLS 1.2, as Go's). */
+  minVersion?: SecureVersion | undefined;
+  authenticator: DelegatingAuthenticator;
+  authorizer: DelegatingAuthorizer;
   registry: Registry;
   /** /healthz: liveness, including the leader-election check as KCM has it. */
   healthz: readonly HealthCheck[];
   /** /readyz: informers synced. */
   readyz: readonly HealthCheck[];
+  logger: LogSink;
+  /** How often certificate files are checked for a change (upstream's dynamic serving certificate polls every minute). */
+  certReloadMs?: number;
 }
 
+const CERT_RELOAD_MS = 60_000;
+
 /**
- * Serves /metrics, /healthz, /livez and /readyz. Plain HTTP for now (KCM serves HTTPS with delegated
- * authentication on --secure-port); put it behind a NetworkPolicy or bind it to loopback.
+ * Serves /metrics, /healthz, /livez and /readyz over HTTPS as kube-controller-manager does on
+ * --secure-port: every request is authenticated (TokenReview; none: anonymous) and then authorized
+ * (always-allowed paths, else a SubjectAccessReview) before it reaches its handler. No request can
+ * end the process: a target that cannot be parsed is a 400, any other failure a 500.
  */
 export async function serve(
   opts: ServingOptions,
 ): Promise<{ server: Server; port: number; close(): Promise<void> }> {
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    const respond = (status: number, body: string, type = "text/plain; charset=utf-8") => {
-      res.writeHead(status, { "content-type": type, "x-content-type-options": "nosniff" });
-      res.end(body);
-    };
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      respond(405, "method not allowed\n");
-      return;
-    }
-    const health = (checks: readonly HealthCheck[], name: string) => {
-      void runChecks(checks).then(({ healthy, lines }) => {
-        const verbose = url.searchParams.has("verbose") || !healthy;
-        const tail = healthy ? `${name} check passed\n` : `${name} check failed\n`;
-        respond(healthy ? 200 : 500, verbose ? `${lines.join("\n")}\n${tail}` : "ok");
+  const server = createServer(
+    { cert: opts.cert.cert, key: opts.cert.key, ...(opts.minVersion && { minVersion: opts.minVersion }) },
+    (req, res) => {
+      handle(opts, req, res).catch((err: unknown) => {
+        opts.logger.error({ err, method: req.method, path: req.url }, "serving a request failed");
+        respond(res, 500, "internal error\n");
       });
-    };
-    switch (url.pathname) {
-      case "/metrics":
-        opts.registry.metrics().then(
-          (text) => {
-            respond(200, text, opts.registry.contentType);
-          },
-          (err: unknown) => {
-            respond(500, `${String(err)}\n`);
-          },
-        );
-        return;
-      case "/healthz":
-      case "/livez":
-        health(opts.healthz, url.pathname.slice(1));
-        return;
-      case "/readyz":
-        health(opts.readyz, "readyz");
-        return;
-      default:
-        respond(404, "not found\n");
-    }
-  });
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port, opts.bindAddress, resolve);
   });
+  const files = opts.cert.files;
+  let current = { cert: opts.cert.cert, key: opts.cert.key };
+  const reload =
+    files &&
+    setInterval(() => {
+      current = reloadCert(server, files, current, opts);
+    }, opts.certReloadMs ?? CERT_RELOAD_MS).unref();
   return {
     server,
     port: (server.address() as AddressInfo).port,
     close: () =>
       new Promise((resolve) => {
+        clearInterval(reload);
         server.close(() => {
           resolve();
         });
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * Serves a rotated certificate from the next connection on, as upstream's DynamicCertKeyPairContent:
+ * a pair that cannot be read or does not match (e.g. caught half-written) keeps the current one.
+ */
+function reloadCert(
+  server: Server,
+  files: { cert: string; key: string },
+  current: { cert: string; key: string },
+  opts: Pick<ServingOptions, "minVersion" | "logger">,
+): { cert: string; key: string } {
+  let cert: string;
+  let key: string;
+  try {
+    cert = readFileSync(files.cert, "utf8");
+    key = readFileSync(files.key, "utf8");
+    if (cert === current.cert && key === current.key) return current;
+    createSecureContext({ cert, key }); // throws when the key does not match the certificate
+  } catch (err) {
+    opts.logger.warn({ err, files }, "cannot reload the serving certificate; keeping the current one");
+    return current;
+  }
+  server.setSecureContext({ cert, key, ...(opts.minVersion && { minVersion: opts.minVersion }) });
+  opts.logger.info({ certificate: files.cert }, "serving certificate reloaded");
+  return { cert, key };
+}
+
+function respond(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  type = "text/plain; charset=utf-8",
+): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(status, { "content-type": type, "x-content-type-options": "nosniff" });
+  res.end(body);
+}
+
+/** The request's path and query, or undefined when the target is not a URL (Node's parser lets e.g. `//[` through). */
+export function requestURL(target: string | undefined): URL | undefined {
+  try {
+    return new URL(target ?? "/", "https://localhost");
+  } catch {
+    return undefined;
+  }
+}
+
+async function handle(opts: ServingOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = requestURL(req.url);
+  if (!url) {
+    respond(res, 400, "bad request: malformed request target\n");
+    return;
+  }
+  const user = await opts.authenticator.authenticate(req.headers.authorization);
+  if (!user) {
+    respond(res, 401, "Unauthorized\n");
+    return;
+  }
+  // As upstream's RequestInfo for non-resource requests: the verb is the lowercased method.
+  const verb = (req.method ?? "").toLowerCase();
+  const decision = await opts.authorizer.authorize(user, verb, url.pathname);
+  if (!decision.allowed) {
+    const reason = decision.reason ? `: ${decision.reason}` : "";
+    respond(res, 403, `forbidden: User "${user.username}" cannot ${verb} path "${url.pathname}"${reason}\n`);
+    return;
+  }
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    respond(res, 405, "method not allowed\n");
+    return;
+  }
+  const health = async (checks: readonly HealthCheck[], name: string) => {
+    const { healthy, lines } = await runChecks(checks);
+    const verbose = url.searchParams.has("verbose") || !healthy;
+    const tail = healthy ? `${name} check passed\n` : `${name} check failed\n`;
+    respond(res, healthy ? 200 : 500, verbose ? `${lines.join("\n")}\n${tail}` : "ok");
+  };
+  switch (url.pathname) {
+    case "/metrics":
+      respond(res, 200, await opts.registry.metrics(), opts.registry.contentType);
+      return;
+    case "/healthz":
+    case "/livez":
+      await health(opts.healthz, url.pathname.slice(1));
+      return;
+    case "/readyz":
+      await health(opts.readyz, "readyz");
+      return;
+    default:
+      respond(res, 404, "not found\n");
+  }
 }

@@ -7,7 +7,6 @@ import {
   setHeaderOptions,
   type V1PersistentVolumeClaim,
 } from "@kubernetes/client-node";
-import { probe } from "../../src/controlplane/https-probe.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { InformerFactory } from "../../src/runtime/informer/index.js";
 import { waitFor } from "../../src/util/wait.js";
@@ -106,7 +105,7 @@ describe("PV binder lifecycle on the real control plane (ports of upstream's per
       // Start-up syncs every claim once; each resync (1 s) adds every claim again: wait for two.
       await waitFor(
         async () => {
-          const metrics = (await probe(kvc.url("/metrics"))).body;
+          const metrics = (await kvc.get("/metrics")).body;
           const adds = Number(/^workqueue_adds_total\{name="claims"\} (\d+)/m.exec(metrics)?.[1] ?? 0);
           return adds >= 3 * N;
         },

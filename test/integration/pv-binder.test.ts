@@ -6,7 +6,6 @@ import {
   type V1PersistentVolume,
   type V1PersistentVolumeClaim,
 } from "@kubernetes/client-node";
-import { probe } from "../../src/controlplane/https-probe.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
 import { waitGone } from "../support/api.js";
@@ -272,7 +271,7 @@ describe("PV binder on the real control plane (ports of upstream's persistent_vo
     const line = `pv_collector_bound_pvc_count{namespace="${ns}",storage_class="",volume_attributes_class=""} 1`;
     const body = await waitFor(
       async () => {
-        const res = await probe(kvc.url("/metrics"));
+        const res = await kvc.get("/metrics");
         return res.status === 200 && res.body.split("\n").includes(line) ? res.body : undefined;
       },
       { timeoutMs: TIMEOUT_MS, what: `/metrics to show ${line}` },

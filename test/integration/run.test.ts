@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { CoordinationV1Api, CoreV1Api, V1MicroTime } from "@kubernetes/client-node";
-import { probe } from "../../src/controlplane/https-probe.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitGone } from "../support/api.js";
 import { killAllKvc, startKvc as startKvcProcess } from "../support/kvc-process.js";
@@ -30,7 +29,7 @@ describe("kvc run on the real control plane", () => {
   test("serves health and metrics, holds its Lease, and releases it on SIGTERM", async () => {
     const kvc = await startKvc("kvc-run-test");
     await kvc.ready();
-    const healthz = await probe(kvc.url("/healthz?verbose"));
+    const healthz = await kvc.get("/healthz?verbose");
     assert.equal(healthz.status, 200);
     assert.match(healthz.body, /\[\+\]leaderElection ok/);
     // A standby is ready too: wait for the lease to be held before looking at the leader's metrics.
@@ -46,7 +45,7 @@ describe("kvc run on the real control plane", () => {
     const renewed = /^rest_client_requests_total\{code="200",method="PUT",host="127\.0\.0\.1:\d+"\} \d+$/m;
     const metrics = await waitFor(
       async () => {
-        const body = (await probe(kvc.url("/metrics"))).body;
+        const body = (await kvc.get("/metrics")).body;
         return renewed.test(body) ? body : undefined;
       },
       { timeoutMs: 30_000, what: "kvc to renew its lease" },
@@ -76,7 +75,7 @@ describe("kvc run on the real control plane", () => {
     await kvc.ready();
     await waitFor(
       async () =>
-        (await probe(kvc.url("/metrics"))).body.includes(
+        (await kvc.get("/metrics")).body.includes(
           'leader_election_master_status{name="kvc-run-protection"} 1',
         ),
       { timeoutMs: 30_000, what: "kvc to lead" },

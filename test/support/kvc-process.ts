@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
+import { KubeConfig } from "@kubernetes/client-node";
 import { probe } from "../../src/controlplane/https-probe.js";
 import { freePort } from "../../src/controlplane/ports.js";
 import { abortedWhen, waitFor } from "../../src/util/wait.js";
@@ -13,6 +14,8 @@ export interface KvcProcess {
   exited: Promise<[number | null, string | null]>;
   logs(): string;
   url(path: string): string;
+  /** GETs `path` on the serving port with `token` (default: the kubeconfig's, an admin's). */
+  get(path: string, token?: string): Promise<{ status: number; body: string }>;
   /** Resolves once /readyz passes (informers synced). */
   ready(timeoutMs?: number): Promise<void>;
 }
@@ -27,7 +30,10 @@ export const BINDER_FLAGS = [
   "--kube-api-qps=-1",
 ];
 
-/** `kvc run` as a separate process, as production runs it, serving on a free loopback port. */
+/**
+ * `kvc run` as a separate process, as production runs it, serving HTTPS on a free loopback port with
+ * the kubeconfig also used for delegated authentication and authorization.
+ */
 export async function startKvc(
   kubeconfig: string,
   args: readonly string[] = [],
@@ -44,6 +50,8 @@ export async function startKvc(
       `--kubeconfig=${kubeconfig}`,
       "--bind-address=127.0.0.1",
       `--secure-port=${port}`,
+      `--authentication-kubeconfig=${kubeconfig}`,
+      `--authorization-kubeconfig=${kubeconfig}`,
       ...args,
     ],
     { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...env } },
@@ -54,13 +62,15 @@ export async function startKvc(
   const exited = once(child, "exit") as Promise<[number | null, string | null]>;
   void exited.then(() => running.delete(child));
   const died = abortedWhen(exited, (r) => new Error(`kvc exited with code ${String(r?.[0])}:\n${logs}`));
-  const url = (path: string) => `http://127.0.0.1:${port}${path}`;
+  const url = (path: string) => `https://127.0.0.1:${port}${path}`;
+  const adminToken = kubeconfigToken(kubeconfig);
   return {
     child,
     port,
     exited,
     logs: () => logs,
     url,
+    get: (path, token = adminToken) => probe(url(path), token ? { token } : {}),
     ready: async (timeoutMs = 60_000) => {
       await waitFor(async () => (await probe(url("/readyz"))).status === 200, {
         timeoutMs,
@@ -69,6 +79,13 @@ export async function startKvc(
       });
     },
   };
+}
+
+/** The bearer token of the kubeconfig's first user, if it has one (the local control plane's admin). */
+function kubeconfigToken(kubeconfig: string): string | undefined {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  return kc.getCurrentUser()?.token;
 }
 
 /** SIGKILLs every kvc process still running (for after() hooks). */
