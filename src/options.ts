@@ -45,6 +45,15 @@ export const RUN_FLAGS = {
     default: 30,
     describe: "Burst of queries to the API server above --kube-api-qps.",
   },
+  "kube-api-request-timeout": {
+    type: "string",
+    group: "Generic:",
+    default: "1m0s",
+    describe:
+      "Not in KCM (whose client has no timeout): every API request but a watch is abandoned and retried " +
+      "after this long, the kube-apiserver's own --request-timeout default; 0 for none. Lease " +
+      "requests use --leader-elect-renew-deadline, as KCM's.",
+  },
   "leader-elect": {
     type: "boolean",
     group: "Leader election:",
@@ -211,6 +220,8 @@ export interface RunConfig {
   controllers: Set<ControllerName>;
   qps: number;
   burst: number;
+  /** 0: none. */
+  requestTimeoutMs: number;
   leaderElection:
     | {
         leaseDurationMs: number;
@@ -294,6 +305,7 @@ export function toRunConfig(argv: RunArgs): RunConfig {
     controllers,
     qps: number("kube-api-qps", -Infinity),
     burst: number("kube-api-burst", 1),
+    requestTimeoutMs: duration("kube-api-request-timeout"),
     leaderElection: argv["leader-elect"] === true ? leaderElection() : undefined,
     pvClaimBinderSyncPeriodMs: duration("pvclaimbinder-sync-period"),
     enableDynamicProvisioning: argv["enable-dynamic-provisioning"] === true,
