@@ -134,8 +134,9 @@ export class ApiClients {
         const end = metrics?.duration.startTimer({ verb: method, host });
         try {
           const response = await inner.send(request).toPromise();
-          // Read the body under the same deadline: a server may stall after the headers.
-          const body = await response.body.binary();
+          // Read the body under the same deadline: a server may stall after the headers. (As text:
+          // client-node's binary() calls a Response.buffer() that undici's fetch does not have.)
+          const body = Buffer.from(await response.body.text());
           metrics?.requests.inc({ code: String(response.httpStatusCode), method, host });
           return new ResponseContext(
             response.httpStatusCode,
