@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
-import pkg from "../package.json" with { type: "json" };
 import { randomUUID } from "node:crypto";
+import pkg from "../package.json" with { type: "json" };
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { newControllers } from "./controllers.js";
 import type { RunConfig } from "./options.js";
