@@ -135,7 +135,7 @@ describe("leader fencing on the real control plane", () => {
     }
   });
 
-  test("a lost lease ends the process at once, without releasing or writing (but a refused renewal)", async () => {
+  test("a lost lease ends the process at once, without releasing", async () => {
     const lease = "kvc-fence-lost";
     // A renew deadline far above the retry period: giving up at it (not at once) would show.
     const kvc = await startKvc(cp.kubeconfigPath, [
@@ -145,7 +145,7 @@ describe("leader fencing on the real control plane", () => {
       "--leader-elect-renew-deadline=10s",
       "--leader-elect-retry-period=500ms",
     ]);
-    const identity = await heldBy(lease);
+    await heldBy(lease);
     await kvc.ready();
     let taken: Date | undefined;
     await waitFor(
@@ -164,11 +164,8 @@ describe("leader fencing on the real control plane", () => {
     assert.equal(code, 1, kvc.logs());
     assert.ok(exitedAfterMs < 5_000, `exited ${exitedAfterMs} ms after the takeover (renew deadline 10 s)`);
     assert.equal(await holder(lease), "someone-else");
-    // At most a renewal already under way, refused by the apiserver (409): the Lease is the fence.
-    const writes = writesBy(cp.auditLogPath, identity, taken!).filter(
-      (e) => !(e.objectRef?.resource === "leases" && e.responseStatus?.code === 409),
-    );
-    assert.deepEqual(writes, [], describeEvents(writes));
+    // No write check here: a takeover forced by writing the Lease (unlike a candidate, which waits out
+    // the lease) leaves kvc's writes admitted until its next renewal finds it; the SIGSTOP test covers it.
   });
 
   test("a replica forbidden its Lease logs why once and fails /readyz with the reason, until RBAC is fixed", async () => {
