@@ -58,6 +58,16 @@ export const RUN_FLAGS = {
     default: 30,
     describe: "Burst of queries to the API server above --kube-api-qps.",
   },
+  "kube-api-request-timeout": {
+    type: "string",
+    coerce: duration,
+    group: "Generic:",
+    default: "1m0s",
+    describe:
+      "Not in KCM (whose client has no timeout): every API request but a watch is abandoned and retried " +
+      "after this long, the kube-apiserver's own --request-timeout default; 0 for none. Lease " +
+      "requests use --leader-elect-renew-deadline, as KCM's.",
+  },
   "leader-elect": {
     type: "boolean",
     group: "Leader election:",
@@ -304,6 +314,8 @@ export interface RunConfig {
   controllers: Set<ControllerName>;
   qps: number;
   burst: number;
+  /** 0: none. */
+  requestTimeoutMs: number;
   leaderElection:
     | {
         leaseDurationMs: number;
@@ -392,6 +404,7 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
     controllers,
     qps: number("kube-api-qps"),
     burst: number("kube-api-burst"),
+    requestTimeoutMs: number("kube-api-request-timeout"),
     leaderElection: argv["leader-elect"] === true ? leaderElection() : undefined,
     pvClaimBinderSyncPeriodMs: number("pvclaimbinder-sync-period"),
     enableDynamicProvisioning: argv["enable-dynamic-provisioning"] === true,

@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
+import pkg from "../package.json" with { type: "json" };
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { newControllers } from "./controllers.js";
 import type { RunConfig } from "./options.js";
@@ -7,16 +8,20 @@ import { DelegatingAuthenticator } from "./runtime/auth/authentication.js";
 import { DelegatingAuthorizer } from "./runtime/auth/authorization.js";
 import { ApiClients, delegatedKubeConfig, loadKubeConfig } from "./runtime/client.js";
 import { InformerFactory } from "./runtime/informer/index.js";
+import { realClock } from "./runtime/clock.js";
 import { LeaderElector } from "./runtime/leader-election.js";
 import { createLogger, type Logger } from "./runtime/logger.js";
 import { serve } from "./runtime/server.js";
 import { servingCert } from "./runtime/serving-cert.js";
 import { WorkqueueMetrics } from "./runtime/workqueue/index.js";
+import { WriteGate } from "./runtime/write-gate.js";
 
 /**
  * `kvc run`: serving, leader election, then the enabled controllers on shared informers. Losing the
- * lease exits the process with code 1 (as kube-controller-manager does): a replica that may have
- * stale state must not go on writing; its pod restarts and rejoins as a candidate.
+ * lease exits the process with code 1 at once (as kube-controller-manager does): a replica that may
+ * have stale state must not go on writing; its pod restarts and rejoins as a candidate. Until then,
+ * and whenever its last renewal is older than the renew deadline, a WriteGate under the API client
+ * refuses or holds every write, whichever controller, recorder or attacher makes it.
  */
 export async function run(
   config: RunConfig,
@@ -33,7 +38,20 @@ export async function run(
   const kubeConfig = loadKubeConfig(config.kubeconfig, config.master);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const clients = new ApiClients(kubeConfig, { qps: config.qps, burst: config.burst, registry });
+  const le = config.leaderElection;
+  // As client-go: the identity is the hostname plus a unique suffix, so two replicas never share it.
+  // It ends the User-Agent too, so the apiserver's audit log tells the replicas' requests apart.
+  const identity = `${hostname()}_${randomUUID()}`;
+  const userAgent = `kube-volume-controller/v${pkg.version} (${process.platform}/${process.arch}) ${identity}`;
+  const writeGate = le && new WriteGate(realClock, le.renewDeadlineMs);
+  const clients = new ApiClients(kubeConfig, {
+    qps: config.qps,
+    burst: config.burst,
+    registry,
+    userAgent,
+    requestTimeoutMs: config.requestTimeoutMs,
+    ...(writeGate && { writeGate }),
+  });
   const informers = new InformerFactory({
     kubeConfig,
     apis: clients,
@@ -63,16 +81,35 @@ export async function run(
   for (const signal of signals) process.on(signal, onSignal);
 
   let synced = false;
+  let leaseError: Error | undefined;
   const elector =
-    config.leaderElection &&
-    newElector(config.leaderElection, clients, registry, log, stopElector.signal, (signal) => {
-      controllersDone = runControllers(AbortSignal.any([signal, stopControllers.signal])).catch(
-        (err: unknown) => {
-          if (signal.aborted || stopControllers.signal.aborted) return;
-          log.error({ err }, "controllers failed");
-          process.exit(1);
-        },
-      );
+    le &&
+    writeGate &&
+    newElector({
+      le,
+      identity,
+      // KCM's leader-election client: its own, with the renew deadline as request timeout, and ungated.
+      clients: new ApiClients(kubeConfig, {
+        qps: config.qps,
+        burst: config.burst,
+        registry,
+        userAgent: `${userAgent}/leader-election`,
+        requestTimeoutMs: le.renewDeadlineMs,
+      }),
+      registry,
+      log,
+      writeGate,
+      shutdown: stopElector.signal,
+      onLeaseError: (err) => (leaseError = err),
+      startControllers: (signal) => {
+        controllersDone = runControllers(AbortSignal.any([signal, stopControllers.signal])).catch(
+          (err: unknown) => {
+            if (signal.aborted || stopControllers.signal.aborted) return;
+            log.error({ err }, "controllers failed");
+            process.exit(1);
+          },
+        );
+      },
     });
   const server =
     config.securePort > 0
@@ -97,6 +134,18 @@ export async function run(
               : []),
           ],
           readyz: [
+            ...(elector
+              ? [
+                  {
+                    name: "leader-election-lease",
+                    // A replica that cannot read or write its Lease (RBAC, namespace) never leads: say why.
+                    showReason: true,
+                    check: () => {
+                      if (leaseError) throw leaseError;
+                    },
+                  },
+                ]
+              : []),
             {
               name: "informer-sync",
               // A standby is ready (to take over); only a leader waits for its informers, or a rolling
@@ -157,7 +206,8 @@ export async function run(
 /**
  * The certificate and the delegated authenticator and authorizer of --secure-port, as KCM builds
  * them from its SecureServing, Authentication and Authorization options. Their clients allow 200
- * queries per second (burst 400) as upstream's, apart from the controllers' limit.
+ * queries per second (burst 400) as upstream's, apart from the controllers' limit, and are not fenced:
+ * reviews are not writes to the cluster.
  */
 async function secureServing(config: RunConfig, log: Logger) {
   const cert = await servingCert({
@@ -175,7 +225,8 @@ async function secureServing(config: RunConfig, log: Logger) {
       log.warn(`No ${what}-kubeconfig provided, so ${whenMissing}`);
       return undefined;
     }
-    return new ApiClients(kc, { qps: 200, burst: 400 });
+    // Upstream's Delegating{Authentication,Authorization}Options.ClientTimeout: 10 s.
+    return new ApiClients(kc, { qps: 200, burst: 400, requestTimeoutMs: 10_000 });
   };
   const authn = delegated(
     config.authentication.kubeconfig,
@@ -197,27 +248,29 @@ async function secureServing(config: RunConfig, log: Logger) {
   };
 }
 
-function newElector(
-  le: NonNullable<RunConfig["leaderElection"]>,
-  clients: ApiClients,
-  registry: Registry,
-  log: Logger,
-  shutdown: AbortSignal,
-  startControllers: (signal: AbortSignal) => void,
-): LeaderElector {
+function newElector(o: {
+  le: NonNullable<RunConfig["leaderElection"]>;
+  identity: string;
+  clients: ApiClients;
+  registry: Registry;
+  log: Logger;
+  writeGate: WriteGate;
+  shutdown: AbortSignal;
+  onLeaseError: (err: Error | undefined) => void;
+  startControllers: (signal: AbortSignal) => void;
+}): LeaderElector {
+  const { le, identity, log } = o;
   const status = new Gauge({
     name: "leader_election_master_status",
     help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
     labelNames: ["name"] as const,
-    registers: [registry],
+    registers: [o.registry],
   });
   status.set({ name: le.name }, 0);
-  // As client-go: the identity is the hostname plus a unique suffix, so two replicas never share it.
-  const identity = `${hostname()}_${randomUUID()}`;
   const lease = { name: le.name, namespace: le.namespace };
   return new LeaderElector({
     lock: { ...lease, identity },
-    coordination: clients.coordination,
+    coordination: o.clients.coordination,
     leaseDurationMs: le.leaseDurationMs,
     renewDeadlineMs: le.renewDeadlineMs,
     retryPeriodMs: le.retryPeriodMs,
@@ -225,10 +278,15 @@ function newElector(
     logger: log,
     onStartedLeading: (signal) => {
       log.info({ identity, lease }, "started leading");
-      startControllers(signal);
+      o.writeGate.lead(signal);
+      o.startControllers(signal);
     },
+    onRenewed: (sentAt) => {
+      o.writeGate.renewed(sentAt);
+    },
+    onLeaseError: o.onLeaseError,
     onStoppedLeading: () => {
-      if (shutdown.aborted) {
+      if (o.shutdown.aborted) {
         log.info({ identity, lease }, "stopped leading");
         return;
       }

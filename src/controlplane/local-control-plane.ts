@@ -26,6 +26,12 @@ export interface ControlPlaneOptions {
   onProgress?: (line: string) => void;
   /** Extra kube-apiserver flags, appended after ours (later flags win). */
   apiserverArgs?: readonly string[];
+  /**
+   * Have the apiserver write an audit log (JSON lines at `auditLogPath`): every request but get, list
+   * and watch, at Metadata level (user, userAgent, verb, object, response code, timestamps), once
+   * answered. Tests ask it who wrote what (test/support/audit.ts).
+   */
+  audit?: boolean;
 }
 
 export interface KubeControllerManagerOptions {
@@ -101,7 +107,11 @@ export class LocalControlPlane {
       await waitReady(etcd, async () => (await probe(`http://127.0.0.1:${etcdPort}/health`)).status === 200);
       const startup = { etcdMs: performance.now() - t0, apiserverMs: 0 };
 
-      const args = [...apiserverFlags(dir, etcdPort, apiserverPort), ...(opts.apiserverArgs ?? [])];
+      const args = [
+        ...apiserverFlags(dir, etcdPort, apiserverPort),
+        ...(opts.audit ? auditFlags(dir) : []),
+        ...(opts.apiserverArgs ?? []),
+      ];
       cp = new LocalControlPlane(
         binaries,
         dir,
@@ -137,6 +147,11 @@ export class LocalControlPlane {
   /** The apiserver's self-signed serving certificate and its CA (written by the apiserver). */
   get caFile(): string {
     return join(this.dir, "certs", "apiserver.crt");
+  }
+
+  /** The apiserver's audit log, when started with `audit` (it survives restartApiServer: appended). */
+  get auditLogPath(): string {
+    return join(this.dir, "logs", "audit.log");
   }
 
   /** An admin kubeconfig usable by client-node, kubectl and kube-controller-manager alike. */
@@ -259,6 +274,26 @@ function apiserverFlags(dir: string, etcdPort: number, port: number): string[] {
     "--service-cluster-ip-range=10.0.0.0/24",
     "--disable-admission-plugins=ServiceAccount",
     "--allow-privileged=true",
+  ];
+}
+
+/** Writes only (reads are most of the traffic and say nothing about who acted), at Metadata level. */
+const AUDIT_POLICY = {
+  apiVersion: "audit.k8s.io/v1",
+  kind: "Policy",
+  omitStages: ["RequestReceived"],
+  rules: [{ level: "None", verbs: ["get", "list", "watch"] }, { level: "Metadata" }],
+};
+
+function auditFlags(dir: string): string[] {
+  const policy = join(dir, "audit-policy.json");
+  writeFileSync(policy, JSON.stringify(AUDIT_POLICY));
+  return [
+    `--audit-policy-file=${policy}`,
+    `--audit-log-path=${join(dir, "logs", "audit.log")}`,
+    "--audit-log-format=json",
+    // Each event is written before the response is sent: a test that saw the answer finds the entry.
+    "--audit-log-mode=blocking",
   ];
 }
 

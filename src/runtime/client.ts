@@ -7,18 +7,20 @@ import {
   CoreV1Api,
   createConfiguration,
   KubeConfig,
+  ResponseContext,
+  SelfDecodingBody,
   ServerConfiguration,
   StorageV1Api,
   wrapHttpLibrary,
   type RequestContext,
-  type ResponseContext,
 } from "@kubernetes/client-node";
 // client-node does not export its default HTTP library from the package root.
 import { IsomorphicFetchHttpLibrary } from "@kubernetes/client-node/dist/gen/http/isomorphic-fetch.js";
 import { existsSync } from "node:fs";
 import { delimiter } from "node:path";
 import { Counter, Histogram, type Registry } from "prom-client";
-import { realClock, sleep, type Clock } from "./clock.js";
+import { deadline, realClock, sleep, type Clock } from "./clock.js";
+import type { WriteGate } from "./write-gate.js";
 import { TokenBucket } from "./workqueue/rate-limiter.js";
 
 /**
@@ -134,7 +136,18 @@ export interface ApiClientOptions {
   clock?: Clock;
   registry?: Registry;
   userAgent?: string;
+  /**
+   * Every request is aborted after this long (like client-go's rest.Config.Timeout), a failure its
+   * caller retries as any other; 0: none. Watches do not come through here (informers watch over
+   * client-node's Watch, with their own inactivity detection).
+   */
+  requestTimeoutMs?: number;
+  /** Admits each mutating request (see WriteGate); reads always pass. */
+  writeGate?: WriteGate;
 }
+
+/** Methods that change nothing on the server: never fenced. */
+const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
  * The typed API groups the controllers use, all sharing one rate limiter and one set of request
@@ -160,21 +173,47 @@ export class ApiClients {
     const inner = new IsomorphicFetchHttpLibrary();
     const host = new URL(cluster.server).host;
     const limiter = this.limiter;
-    const connections = new SharedDispatcher(opts.clock ?? realClock);
+    const clock = opts.clock ?? realClock;
+    const connections = new SharedDispatcher(clock);
+    const { requestTimeoutMs = 0, writeGate } = opts;
     const httpApi = wrapHttpLibrary({
       async send(request: RequestContext): Promise<ResponseContext> {
         const method: string = request.getHttpMethod();
         connections.use(request);
         await limiter.wait();
+        // After the limiter's wait, which may be long: the gate judges the moment of sending.
+        const fence = writeGate && !READ_METHODS.has(method) ? await writeGate.admit() : undefined;
+        const signals = [request.getSignal(), fence].filter((s) => s !== undefined);
+        const timeout =
+          requestTimeoutMs > 0
+            ? deadline(
+                clock,
+                requestTimeoutMs,
+                () =>
+                  new Error(
+                    `${method} ${new URL(request.getUrl()).pathname}: no answer within ${requestTimeoutMs} ms`,
+                  ),
+              )
+            : undefined;
+        if (timeout) signals.push(timeout.signal);
+        if (signals.length) request.setSignal(AbortSignal.any(signals));
         const end = metrics?.duration.startTimer({ verb: method, host });
         try {
           const response = await inner.send(request).toPromise();
+          // Read the body under the same deadline: a server may stall after the headers. (As text:
+          // client-node's binary() calls a Response.buffer() that undici's fetch does not have.)
+          const body = Buffer.from(await response.body.text());
           metrics?.requests.inc({ code: String(response.httpStatusCode), method, host });
-          return response;
+          return new ResponseContext(
+            response.httpStatusCode,
+            response.headers,
+            new SelfDecodingBody(Promise.resolve(body)),
+          );
         } catch (err) {
           metrics?.requests.inc({ code: "<error>", method, host });
           throw err;
         } finally {
+          timeout?.cancel();
           end?.();
         }
       },

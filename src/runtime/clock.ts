@@ -41,6 +41,23 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
   });
 }
 
+/**
+ * A signal that aborts with `reason()` once `ms` have passed on `clock`, or when `parent` aborts;
+ * cancel() stops the timer (call it when the guarded work ends).
+ */
+export function deadline(
+  clock: Clock,
+  ms: number,
+  reason: () => Error,
+  parent?: AbortSignal,
+): { signal: AbortSignal; cancel: () => void } {
+  const timeout = new AbortController();
+  const cancel = clock.setTimer(() => {
+    timeout.abort(reason());
+  }, ms);
+  return { signal: parent ? AbortSignal.any([parent, timeout.signal]) : timeout.signal, cancel };
+}
+
 /** A clock that moves only when told to: `advance(ms)` fires due timers in time order. */
 export class FakeClock implements Clock {
   #now: number;

@@ -2,6 +2,8 @@
 export interface HealthCheck {
   name: string;
   check(): void | Promise<void>;
+  /** Show the failure's message instead of withholding it: for reasons an operator must see (a misconfiguration) that reveal nothing sensitive. */
+  showReason?: boolean;
 }
 
 export interface HealthReport {
@@ -10,7 +12,7 @@ export interface HealthReport {
   lines: string[];
 }
 
-/** Runs every check; as the apiserver's /healthz, failing reasons are not exposed, only names. */
+/** Runs every check; as the apiserver's /healthz, failing reasons are not exposed (unless showReason), only names. */
 export async function runChecks(checks: readonly HealthCheck[]): Promise<HealthReport> {
   const lines: string[] = [];
   let healthy = true;
@@ -18,9 +20,10 @@ export async function runChecks(checks: readonly HealthCheck[]): Promise<HealthR
     try {
       await c.check();
       lines.push(`[+]${c.name} ok`);
-    } catch {
+    } catch (err) {
       healthy = false;
-      lines.push(`[-]${c.name} failed: reason withheld`);
+      const reason = c.showReason && err instanceof Error ? err.message : "reason withheld";
+      lines.push(`[-]${c.name} failed: ${reason}`);
     }
   }
   return { healthy, lines };

@@ -9,13 +9,15 @@
  * Losing the lease must end the process with a non-zero status, as kube-controller-manager does: the
  * controllers started in onStartedLeading cannot be trusted to have stopped every in-flight write, and
  * a restart is the only clean way back to candidate. That is the caller's onStoppedLeading's job (it
- * also runs after a graceful stop, when exiting 0 is right); the elector never exits the process.
+ * also runs after a graceful stop, when exiting 0 is right); the elector never exits the process. So
+ * that it can do so at once, a lost lease is never released (only a stopped run's is), and a renewal
+ * that finds another holder gives up at once instead of retrying until renewDeadline.
  */
 import { V1MicroTime, type CoordinationV1Api, type V1Lease, type V1LeaseSpec } from "@kubernetes/client-node";
 import { pino, type Logger } from "pino";
 import { abortableRequest } from "./client.js";
 import { errorMessage, isAlreadyExists, isConflict, isNotFound } from "./api-errors.js";
-import { realClock, sleep, type Clock } from "./clock.js";
+import { deadline, realClock, sleep, type Clock } from "./clock.js";
 
 export const LEADER_ELECTION_DEFAULTS = {
   leaseName: "kube-volume-controller",
@@ -43,8 +45,9 @@ export interface LeaderElectionConfig {
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
   /**
-   * Write an empty holder with leaseDurationSeconds 1 when run ends, so a standby takes over at
-   * once. Only safe if everything guarded by the lease has stopped before run's signal is aborted.
+   * Write an empty holder with leaseDurationSeconds 1 when run is stopped (never when the lease is
+   * lost), so a standby takes over at once. Only safe if everything guarded by the lease has stopped
+   * before run's signal is aborted.
    */
   releaseOnCancel?: boolean;
   clock?: Clock;
@@ -55,6 +58,16 @@ export interface LeaderElectionConfig {
   onStartedLeading: (signal: AbortSignal) => void;
   /** run is ending, whether or not we ever led. */
   onStoppedLeading: () => void;
+  /**
+   * A write naming us as holder (acquire or renewal), sent at `sentAt` on the clock, succeeded: the
+   * lease is ours until at least sentAt + renewDeadline (see WriteGate).
+   */
+  onRenewed?: (sentAt: number) => void;
+  /**
+   * Reading or writing the Lease failed for a reason other than losing a race (403 from RBAC, 404 of
+   * the namespace, network), with that reason; undefined when it works again. Called on changes only.
+   */
+  onLeaseError?: (err: Error | undefined) => void;
   /** A different holder was observed (including the first one, and ourselves). */
   onNewLeader?: (identity: string) => void;
   /** For leader_election_master_status{name}: false when run starts, true on acquiring, false when leading ends. */
@@ -83,6 +96,8 @@ export class LeaderElector {
   #observedTime = 0;
   #reportedLeader = "";
   #leading = false;
+  /** The last failure to access the Lease that was not a lost race, as logged. */
+  #leaseError: string | undefined;
 
   constructor(config: LeaderElectionConfig) {
     const d = LEADER_ELECTION_DEFAULTS;
@@ -159,7 +174,9 @@ export class LeaderElector {
         lost.abort(new Error(`stopped leading lease ${this.#describe()}`));
         this.#config.onLeaderStatus?.(false);
       }
-      if (this.#releaseOnCancel) await this.#release();
+      // A lost lease is not released: the process must stop acting at once, and the record may no
+      // longer be ours (client-go releases whenever it still names us, after the same renew failure).
+      if (this.#releaseOnCancel && signal.aborted) await this.#release();
     } finally {
       this.#config.onStoppedLeading();
     }
@@ -210,20 +227,23 @@ export class LeaderElector {
 
   /** wait.PollUntilContextTimeout(retryPeriod, renewDeadline, immediate): the deadline aborts requests too. */
   async #renewWithinDeadline(signal: AbortSignal): Promise<boolean> {
-    const deadline = this.#deadline(this.#renewDeadlineMs, signal);
+    const renewal = this.#deadline(this.#renewDeadlineMs, signal);
     try {
       for (;;) {
-        if (deadline.signal.aborted) return false;
+        if (renewal.signal.aborted) return false;
         const started = this.#clock.now();
-        if (await this.#tryAcquireOrRenew(deadline.signal)) return true;
+        if (await this.#tryAcquireOrRenew(renewal.signal)) return true;
+        // Another replica holds it (we were paused, or partitioned, past the lease): it cannot become
+        // ours again before its lease runs out, so stop leading now rather than at renewDeadline.
+        if (!this.#holdsObservedRecord()) return false;
         try {
-          await sleep(this.#clock, started + this.#retryPeriodMs - this.#clock.now(), deadline.signal);
+          await sleep(this.#clock, started + this.#retryPeriodMs - this.#clock.now(), renewal.signal);
         } catch {
           return false;
         }
       }
     } finally {
-      deadline.cancel();
+      renewal.cancel();
     }
   }
 
@@ -247,6 +267,7 @@ export class LeaderElector {
       try {
         await this.#update(this.#lease, renewal, signal);
         this.#observe(renewal);
+        this.#renewed(now);
         return true;
       } catch (err) {
         this.#log.debug(
@@ -278,9 +299,11 @@ export class LeaderElector {
         return this.#failed("error initially creating lease lock", createErr, signal);
       }
       this.#observe(created);
+      this.#renewed(now);
       return true;
     }
     this.#lease = lease;
+    this.#accessible();
 
     // 3. A changed record restarts the local expiry clock: a record held by another replica expires
     // leaseDurationSeconds after the local moment we first saw it as it is, whatever its renewTime says.
@@ -301,6 +324,7 @@ export class LeaderElector {
       return this.#failed("failed to update lease", err, signal);
     }
     this.#observe(next);
+    this.#renewed(now);
     return true;
   }
 
@@ -383,23 +407,42 @@ export class LeaderElector {
     this.#config.onNewLeader?.(holder);
   }
 
+  /** A write naming us, sent at `sentAt`, succeeded. */
+  #renewed(sentAt: number): void {
+    this.#accessible();
+    this.#config.onRenewed?.(sentAt);
+  }
+
+  /** The Lease could be read or written: any access error is over. */
+  #accessible(): void {
+    if (this.#leaseError === undefined) return;
+    this.#leaseError = undefined;
+    this.#log.info("lease is accessible again");
+    this.#config.onLeaseError?.(undefined);
+  }
+
   /**
-   * Logs a failed attempt, quietly when it is an expected outcome (another replica won the race, or
-   * we aborted it ourselves); always false.
+   * Logs a failed attempt: quietly when it is an expected outcome (another replica won the race, or
+   * we aborted it ourselves), as an error once per distinct cause otherwise (a standby without RBAC
+   * for its Lease retries every retryPeriod forever), and reports the cause; always false.
    */
   #failed(msg: string, err: unknown, signal: AbortSignal): false {
     const expected = signal.aborted || isConflict(err) || isAlreadyExists(err);
-    this.#log[expected ? "debug" : "error"]({ err: errorMessage(err) }, msg);
+    const cause = `${msg}: ${errorMessage(err)}`;
+    if (expected || cause === this.#leaseError) {
+      this.#log.debug({ err: errorMessage(err) }, msg);
+      return false;
+    }
+    this.#log.error({ err: errorMessage(err) }, msg);
+    this.#leaseError = cause;
+    this.#config.onLeaseError?.(new Error(`lease ${this.#describe()}: ${cause}`));
     return false;
   }
 
   /** An AbortSignal that fires after `ms` on our clock, or with `parent`. */
   #deadline(ms: number, parent?: AbortSignal): { signal: AbortSignal; cancel: () => void } {
-    const timeout = new AbortController();
-    const cancel = this.#clock.setTimer(() => {
-      timeout.abort(new Error(`deadline of ${ms} ms exceeded on lease ${this.#describe()}`));
-    }, ms);
-    return { signal: parent ? AbortSignal.any([parent, timeout.signal]) : timeout.signal, cancel };
+    const reason = () => new Error(`deadline of ${ms} ms exceeded on lease ${this.#describe()}`);
+    return deadline(this.#clock, ms, reason, parent);
   }
 
   #describe(): string {

@@ -1,6 +1,4 @@
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   AuthorizationV1Api,
@@ -12,7 +10,7 @@ import {
 } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
-import { waitGone } from "../support/api.js";
+import { serviceAccountKubeconfig, waitGone } from "../support/api.js";
 import { killAllKvc, startKvc } from "../support/kvc-process.js";
 import { manifestObjects } from "../support/manifests.js";
 
@@ -74,23 +72,7 @@ describe("manifests/ on the real apiserver", () => {
         { timeoutMs: 30_000, what: `RBAC to allow ${attrs.verb} ${attrs.resource}` },
       );
     }
-    const token = await core.createNamespacedServiceAccountToken({
-      namespace: NS,
-      name: "kube-volume-controller",
-      body: { spec: { audiences: [], expirationSeconds: 3600 } },
-    });
-    const kubeconfig = join(cp.dir, "kvc-serviceaccount.kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [{ name: "local", cluster: { server: cp.server, "certificate-authority": cp.caFile } }],
-        users: [{ name: "kvc", user: { token: token.status?.token } }],
-        contexts: [{ name: "kvc", context: { cluster: "local", user: "kvc" } }],
-        "current-context": "kvc",
-      }),
-    );
+    const kubeconfig = await serviceAccountKubeconfig(cp, NS, "kube-volume-controller");
 
     const kvc = await startKvc(kubeconfig, [
       `--leader-elect-resource-namespace=${NS}`,

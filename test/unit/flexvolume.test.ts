@@ -156,6 +156,17 @@ describe("FlexVolume plugin", () => {
     assert.ok(Date.now() - started < 5_000, "the hung driver's child (sleep) does not hold the call open");
   });
 
+  test("no driver is started once the caller's signal is aborted (a leader that lost its lease)", async () => {
+    const dir = pluginDir();
+    const driverDir = install(dir);
+    const p = await plugin(dir);
+    const lost = AbortSignal.abort(new Error("lease lost"));
+    const spec = specFromPersistentVolume(flexPV(), true);
+    await assert.rejects(p.newAttacher().attach(spec, "node-1", lost), /getvolumename not run: aborted/);
+    await assert.rejects(p.newDetacher().detach("pv-flex", "node-1", lost), /detach not run: aborted/);
+    assert.deepEqual(calls(driverDir), [["init"]]);
+  });
+
   test("an argument is passed as one argument, never through a shell", async () => {
     const dir = pluginDir();
     const driverDir = install(dir);

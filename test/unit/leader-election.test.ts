@@ -434,3 +434,52 @@ describe("LeaderElector", () => {
     assert.equal(store.spec.holderIdentity, "intruder");
   });
 });
+
+describe("LeaderElector fencing", () => {
+  test("a lost lease is not released, even with releaseOnCancel, so the process can exit at once", async () => {
+    const store = new MemoryLeases();
+    const clock = new FakeClock();
+    const a = candidate(store, clock, "a", { releaseOnCancel: true });
+    await settle();
+    store.mode = "fail";
+    store.calls.length = 0;
+    await advance(clock, RETRY + RENEW);
+    assert.equal(a.events.at(-1), "stopped@12000");
+    await a.done;
+    // The five failed renewals (fast-path replace, then read), and no release's read after them.
+    assert.deepEqual(store.calls, Array<string[]>(5).fill(["replace", "read"]).flat());
+  });
+
+  test("a renewal that finds another holder stops leading at once, not at renewDeadline", async () => {
+    const store = new MemoryLeases();
+    const clock = new FakeClock();
+    const renewals: number[] = [];
+    const a = candidate(store, clock, "a", { onRenewed: (at) => renewals.push(at) });
+    await advance(clock, RETRY);
+    // Acquire, the immediate first renewal, then one every retryPeriod: each reported when sent.
+    assert.deepEqual(renewals, [0, 0, RETRY]);
+    // Paused past the lease: another replica took it over meanwhile.
+    store.write({ holderIdentity: "b", leaseDurationSeconds: 15, leaseTransitions: 1 });
+    await advance(clock, RETRY);
+    assert.equal(a.elector.isLeader(), false);
+    assert.equal(a.events.at(-1), `stopped@${2 * RETRY}`);
+    assert.deepEqual(renewals, [0, 0, RETRY]);
+    await a.done;
+  });
+
+  test("a Lease it cannot access is reported once per cause, and cleared when it works again", async () => {
+    const store = new MemoryLeases();
+    const clock = new FakeClock();
+    const reports: (string | undefined)[] = [];
+    store.mode = "fail";
+    const a = candidate(store, clock, "a", { onLeaseError: (err) => reports.push(err?.message) });
+    await advance(clock, 5 * RETRY);
+    assert.deepEqual(reports, ["lease default/test: error retrieving lease lock: InternalError"]);
+    store.mode = "ok";
+    await advance(clock, RETRY);
+    assert.deepEqual(reports.slice(1), [undefined]);
+    assert.equal(a.elector.isLeader(), true);
+    a.stop();
+    await a.done;
+  });
+});

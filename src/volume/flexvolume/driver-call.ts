@@ -111,6 +111,12 @@ export interface RunOptions {
  */
 export function runDriverCall(o: RunOptions): Promise<DriverStatus> {
   return new Promise((resolve, reject) => {
+    // A leader that lost its lease (or is stopping) starts no driver: an attach or detach it began
+    // would race the new leader's.
+    if (o.signal?.aborted) {
+      reject(new DriverCallError(`FlexVolume driver ${o.driver}: ${o.command} not run: aborted`));
+      return;
+    }
     const child = spawn(o.executable, [o.command, ...o.args], {
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,

@@ -1,0 +1,261 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { CoordinationV1Api, CoreV1Api, KubernetesObjectApi, V1MicroTime } from "@kubernetes/client-node";
+import { probe } from "../../src/controlplane/https-probe.js";
+import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
+import { waitFor } from "../../src/util/wait.js";
+import { serviceAccountKubeconfig } from "../support/api.js";
+import { describeEvents, writesBy } from "../support/audit.js";
+import { killAllKvc, startKvc, type KvcProcess } from "../support/kvc-process.js";
+import { manifestObjects } from "../support/manifests.js";
+import { TcpProxy } from "../support/tcp-proxy.js";
+
+/*
+ * Fencing of a kvc leader, proven on the real apiserver: who wrote what comes from its audit log,
+ * where each replica's User-Agent carries its leader identity.
+ */
+
+const ns = "default";
+/** Short leader-election timings (lease > renew > 1.2 × retry), so takeovers take seconds. */
+const FAST_ELECTION = [
+  "--leader-elect-lease-duration=4s",
+  "--leader-elect-renew-deadline=3s",
+  "--leader-elect-retry-period=500ms",
+];
+
+describe("leader fencing on the real control plane", () => {
+  let cp: LocalControlPlane;
+  let coordination: CoordinationV1Api;
+  let core: CoreV1Api;
+
+  before(async () => {
+    cp = await LocalControlPlane.start({ audit: true });
+    coordination = cp.kubeConfig().makeApiClient(CoordinationV1Api);
+    core = cp.kubeConfig().makeApiClient(CoreV1Api);
+  });
+  after(async () => {
+    killAllKvc();
+    await cp.stop();
+  });
+
+  const holder = async (lease: string) =>
+    (await coordination.readNamespacedLease({ namespace: ns, name: lease })).spec?.holderIdentity ?? "";
+
+  /** Waits until `lease` is held by someone other than `not`; returns the holder. */
+  const heldBy = (lease: string, not = "", timeoutMs = 60_000) =>
+    waitFor(
+      async () => {
+        try {
+          const h = await holder(lease);
+          return h && h !== not ? h : undefined;
+        } catch {
+          return undefined; // not created yet
+        }
+      },
+      { timeoutMs, intervalMs: 50, what: `lease ${lease} to be held${not ? ` by another than ${not}` : ""}` },
+    );
+
+  const staticPair = async (name: string) => {
+    await core.createPersistentVolume({
+      body: {
+        metadata: { name },
+        spec: {
+          capacity: { storage: "1Gi" },
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: name,
+          hostPath: { path: `/tmp/kvc-it/${name}` },
+        },
+      },
+    });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: {
+        metadata: { name },
+        spec: {
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: name,
+          resources: { requests: { storage: "1Gi" } },
+        },
+      },
+    });
+  };
+
+  test("a leader resumed after SIGSTOP past its lease writes nothing and exits non-zero", async () => {
+    const lease = "kvc-fence-sigstop";
+    const args = [
+      `--leader-elect-resource-namespace=${ns}`,
+      `--leader-elect-resource-name=${lease}`,
+      // A renew deadline well above the time a resumed leader needs to re-read the Lease: giving up
+      // at it (not at once) would show.
+      "--leader-elect-lease-duration=8s",
+      "--leader-elect-renew-deadline=6s",
+      "--leader-elect-retry-period=500ms",
+      "--pvclaimbinder-sync-period=1s",
+    ];
+    const a = await startKvc(cp.kubeconfigPath, args);
+    const aIdentity = await heldBy(lease);
+    await a.ready();
+    // The standby runs no binder: whatever binding work appears while a is stopped is still there,
+    // in a's cache, the moment a resumes.
+    const b = await startKvc(cp.kubeconfigPath, [...args, "--controllers=pv-protection"]);
+    await b.ready();
+
+    a.child.kill("SIGSTOP");
+    try {
+      const bIdentity = await heldBy(lease, aIdentity, 30_000);
+      assert.notEqual(bIdentity, aIdentity);
+      // Plenty of binding work: decoding its watch events on resume delays the elector's Lease read,
+      // so a leader without the gate does get writes out before it learns it lost.
+      const pairs = Array.from({ length: 40 }, (_, i) => `fence-sigstop-${i}`);
+      for (const name of pairs) await staticPair(name);
+      const resumed = new Date();
+      a.child.kill("SIGCONT");
+      const [code] = await a.exited;
+      const exitedAfterMs = Date.now() - resumed.getTime();
+      assert.equal(code, 1, a.logs());
+      assert.match(a.logs(), /leaderelection lost/);
+
+      const writes = writesBy(cp.auditLogPath, aIdentity, resumed);
+      assert.deepEqual(writes, [], `the old leader wrote after it resumed:\n${describeEvents(writes)}`);
+      const claims = await core.listNamespacedPersistentVolumeClaim({ namespace: ns });
+      const bound = claims.items.filter(
+        (c) => c.metadata?.name?.startsWith("fence-sigstop") && c.spec?.volumeName,
+      );
+      assert.deepEqual(bound, [], "nobody bound a claim");
+      assert.ok(exitedAfterMs < 4_000, `exited ${exitedAfterMs} ms after SIGCONT (renew deadline 6 s)`);
+      // The audit log does show the new leader's writes (its renewals) in the same window.
+      await waitFor(() => writesBy(cp.auditLogPath, bIdentity, resumed).length > 0, {
+        timeoutMs: 10_000,
+        what: "the new leader's renewals in the audit log",
+      });
+    } finally {
+      a.child.kill("SIGCONT");
+      b.child.kill("SIGTERM");
+      await b.exited;
+    }
+  });
+
+  test("a lost lease ends the process at once, without releasing", async () => {
+    const lease = "kvc-fence-lost";
+    // A renew deadline far above the retry period: giving up at it (not at once) would show.
+    const kvc = await startKvc(cp.kubeconfigPath, [
+      `--leader-elect-resource-namespace=${ns}`,
+      `--leader-elect-resource-name=${lease}`,
+      "--leader-elect-lease-duration=12s",
+      "--leader-elect-renew-deadline=10s",
+      "--leader-elect-retry-period=500ms",
+    ]);
+    await heldBy(lease);
+    await kvc.ready();
+    let taken: Date | undefined;
+    await waitFor(
+      async () => {
+        const l = await coordination.readNamespacedLease({ namespace: ns, name: lease });
+        l.spec!.holderIdentity = "someone-else";
+        l.spec!.renewTime = new V1MicroTime(Date.now());
+        await coordination.replaceNamespacedLease({ namespace: ns, name: lease, body: l });
+        taken = new Date();
+        return true;
+      },
+      { timeoutMs: 30_000, intervalMs: 20, what: "the lease to be taken over" },
+    );
+    const [code] = await kvc.exited;
+    const exitedAfterMs = Date.now() - taken!.getTime();
+    assert.equal(code, 1, kvc.logs());
+    assert.ok(exitedAfterMs < 5_000, `exited ${exitedAfterMs} ms after the takeover (renew deadline 10 s)`);
+    assert.equal(await holder(lease), "someone-else");
+    // No write check here: a takeover forced by writing the Lease (unlike a candidate, which waits out
+    // the lease) leaves kvc's writes admitted until its next renewal finds it; the SIGSTOP test covers it.
+  });
+
+  test("a replica forbidden its Lease logs why once and fails /readyz with the reason, until RBAC is fixed", async () => {
+    // The shipped RBAC allows the Lease in the kube-volume-controller namespace only.
+    const objects = KubernetesObjectApi.makeApiClient(cp.kubeConfig());
+    for (const o of manifestObjects().filter((o) => o.kind !== "Deployment")) await objects.create(o);
+    const kubeconfig = await serviceAccountKubeconfig(cp, "kube-volume-controller", "kube-volume-controller");
+    const kvc = await startKvc(kubeconfig, [
+      `--leader-elect-resource-namespace=${ns}`,
+      "--leader-elect-resource-name=kube-volume-controller",
+      ...FAST_ELECTION,
+    ]);
+    const forbidden = await waitFor(
+      async () => {
+        const r = await probe(kvc.url("/readyz?verbose"));
+        return r.status === 500 && r.body.includes("[-]leader-election-lease failed") ? r.body : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100, what: "/readyz to fail on the Lease" },
+    );
+    assert.match(
+      forbidden,
+      /\[-\]leader-election-lease failed: lease default\/kube-volume-controller: error retrieving lease lock: leases\.coordination\.k8s\.io "kube-volume-controller" is forbidden: User "system:serviceaccount:kube-volume-controller:kube-volume-controller" cannot get resource "leases"/,
+    );
+    // Five refused attempts later, the cause is still logged once.
+    await waitFor(
+      async () => {
+        const m = /^rest_client_requests_total\{code="403",method="GET",[^}]*\} (\d+)$/m.exec(
+          (await probe(kvc.url("/metrics"))).body,
+        );
+        return Number(m?.[1] ?? 0) >= 5;
+      },
+      { timeoutMs: 30_000, intervalMs: 100, what: "five refused Lease reads" },
+    );
+    const logged = () => (kvc.logs().match(/"msg":"error retrieving lease lock"/g) ?? []).length;
+    assert.equal(logged(), 1, kvc.logs());
+
+    // Fixing the RBAC (the Role in the Lease's namespace) makes it ready again, by itself.
+    for (const o of manifestObjects().filter((o) => o.kind === "Role" || o.kind === "RoleBinding")) {
+      await objects.create({ ...o, metadata: { ...o.metadata, namespace: ns } });
+    }
+    await kvc.ready(30_000);
+    assert.equal(logged(), 1, kvc.logs());
+    assert.match(kvc.logs(), /lease is accessible again/);
+    kvc.child.kill("SIGTERM");
+    assert.equal((await kvc.exited)[0], 0, kvc.logs());
+  });
+
+  test("a request the apiserver never answers times out and is retried", async () => {
+    const proxy = await TcpProxy.start(cp.apiserverPort);
+    let kvcs: KvcProcess[] = [];
+    try {
+      proxy.mode = "blackhole";
+      const master = `--master=https://127.0.0.1:${proxy.port}`;
+      // With leader election, the Lease requests (deadline: the renew deadline); without, informer lists.
+      const leader = await startKvc(cp.kubeconfigPath, [
+        master,
+        `--leader-elect-resource-namespace=${ns}`,
+        "--leader-elect-resource-name=kvc-fence-hung",
+        ...FAST_ELECTION,
+      ]);
+      const plain = await startKvc(cp.kubeconfigPath, [
+        master,
+        "--leader-elect=false",
+        "--kube-api-request-timeout=1s",
+      ]);
+      kvcs = [leader, plain];
+      const timedOut = (kvc: KvcProcess, ms: number) =>
+        waitFor(() => kvc.logs().includes(`no answer within ${ms} ms`), {
+          // kvc starts in seconds, but the test machine may be loaded.
+          timeoutMs: 60_000,
+          what: `a request to time out after ${ms} ms`,
+        }).catch((err: unknown) => {
+          throw new Error(`${(err as Error).message}; its log:\n${kvc.logs()}`);
+        });
+      await timedOut(leader, 3000);
+      await timedOut(plain, 1000);
+      const body = (await probe(leader.url("/readyz?verbose"))).body;
+      assert.match(body, /\[-\]leader-election-lease failed: .*no answer within 3000 ms/, body);
+
+      // The path comes back (for new connections): both retry, and get there.
+      proxy.mode = "forward";
+      await Promise.all(kvcs.map((k) => k.ready(30_000)));
+      assert.ok(await heldBy("kvc-fence-hung"));
+      for (const k of kvcs) {
+        k.child.kill("SIGTERM");
+        assert.equal((await k.exited)[0], 0, k.logs());
+      }
+    } finally {
+      for (const k of kvcs) k.child.kill("SIGKILL");
+      await proxy.close();
+    }
+  });
+});
