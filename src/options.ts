@@ -124,6 +124,24 @@ export const RUN_FLAGS = {
     default: "",
     describe: "A YAML Pod used as the hostPath recycler pod template (the volume named 'vol' is replaced).",
   },
+  "pv-recycler-minimum-timeout-nfs": {
+    type: "number",
+    group: "Persistent volume binder:",
+    default: 300,
+    describe: "The minimum ActiveDeadlineSeconds of an NFS recycler pod.",
+  },
+  "pv-recycler-increment-timeout-nfs": {
+    type: "number",
+    group: "Persistent volume binder:",
+    default: 30,
+    describe: "Seconds of ActiveDeadlineSeconds per Gi of an NFS volume for its recycler pod.",
+  },
+  "pv-recycler-pod-template-filepath-nfs": {
+    type: "string",
+    group: "Persistent volume binder:",
+    default: "",
+    describe: "A YAML Pod used as the NFS recycler pod template (the volume named 'vol' is replaced).",
+  },
   "attach-detach-reconcile-sync-period": {
     type: "string",
     group: "Attach/detach:",
@@ -228,6 +246,11 @@ export interface RunConfig {
     timeoutIncrementSeconds: number;
     podTemplate: V1Pod | undefined;
   };
+  recyclerNFS: {
+    minimumTimeoutSeconds: number;
+    timeoutIncrementSeconds: number;
+    podTemplate: V1Pod | undefined;
+  };
   attachDetachReconcileSyncPeriodMs: number;
   disableAttachDetachReconcileSync: boolean;
   disableForceDetachOnTimeout: boolean;
@@ -301,7 +324,12 @@ export function toRunConfig(argv: RunArgs): RunConfig {
     recyclerHostPath: {
       minimumTimeoutSeconds: number("pv-recycler-minimum-timeout-hostpath", 0),
       timeoutIncrementSeconds: number("pv-recycler-timeout-increment-hostpath", 0),
-      podTemplate: recyclerTemplate(optionalString("pv-recycler-pod-template-filepath-hostpath")),
+      podTemplate: recyclerTemplate("pv-recycler-pod-template-filepath-hostpath", optionalString),
+    },
+    recyclerNFS: {
+      minimumTimeoutSeconds: number("pv-recycler-minimum-timeout-nfs", 0),
+      timeoutIncrementSeconds: number("pv-recycler-increment-timeout-nfs", 0),
+      podTemplate: recyclerTemplate("pv-recycler-pod-template-filepath-nfs", optionalString),
     },
     attachDetachReconcileSyncPeriodMs: duration("attach-detach-reconcile-sync-period"),
     disableAttachDetachReconcileSync: argv["disable-attach-detach-reconcile-sync"] === true,
@@ -314,10 +342,14 @@ export function toRunConfig(argv: RunArgs): RunConfig {
   };
 }
 
-/** Reads a recycler pod template as KCM does (a Pod in YAML with a volume named "vol"). */
-function recyclerTemplate(path: string | undefined): V1Pod | undefined {
+/** Reads a recycler pod template flag's file as KCM does (a Pod in YAML with a volume named "vol"). */
+function recyclerTemplate(
+  name: "pv-recycler-pod-template-filepath-hostpath" | "pv-recycler-pod-template-filepath-nfs",
+  optionalString: (flag: keyof RunArgs) => string | undefined,
+): V1Pod | undefined {
+  const path = optionalString(name);
   if (path === undefined) return undefined;
-  const flag = "--pv-recycler-pod-template-filepath-hostpath";
+  const flag = `--${name}`;
   let pod: V1Pod;
   try {
     pod = loadYaml<V1Pod>(readFileSync(path, "utf8"));
