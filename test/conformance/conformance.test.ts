@@ -3,6 +3,7 @@ import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
 import { ConformanceRunner, type Scenario, type Snapshot } from "./runner.js";
 import { pv, pvc, sc, SCENARIOS } from "./scenarios.js";
+import { PLUGIN_SCENARIOS } from "./scenarios-plugins.js";
 
 /*
  * Differential conformance: every scenario runs on upstream kube-controller-manager and on kvc, each
@@ -79,7 +80,7 @@ const only = process.env.KVC_CONFORMANCE_ONLY;
 const seeds = process.env.KVC_CONFORMANCE_SEED
   ? [Number(process.env.KVC_CONFORMANCE_SEED)]
   : Array.from({ length: Number(process.env.KVC_CONFORMANCE_SEEDS ?? 2) }, (_, i) => 1000 + i);
-const scenarios = [...SCENARIOS, ...seeds.map(randomScenario)].filter(
+const scenarios = [...SCENARIOS, ...PLUGIN_SCENARIOS, ...seeds.map(randomScenario)].filter(
   (s) => !only || only.split(",").some((part) => s.name.includes(part)),
 );
 

@@ -38,6 +38,8 @@ export type Step =
   | { patch: { kind: string; name: string; body: object; status?: boolean } }
   /** Plays the kubelet: the node's volumesInUse (unique volume names), Ready condition, out-of-service taint. */
   | { kubelet: { node: string; volumesInUse?: string[]; ready?: boolean; outOfService?: boolean } }
+  /** Plays the kubelet running the PV's recycler pod (default/recycler-for-<pv>): waits for it, sets its phase. */
+  | { recyclerPod: { pv: string; phase: "Succeeded" | "Failed" } }
   /** Plays the CSI external-attacher: every VolumeAttachment is marked attached. */
   | { attachAll: true }
   /** Plays an external provisioner: creates a PV for the claim, bound by claimRef, as external-provisioner does. */
@@ -199,6 +201,23 @@ export class ConformanceRunner {
           : null;
         await this.#core.patchNode({ name: node, body: { spec: { taints } } }, mergePatch);
       }
+    } else if ("recyclerPod" in step) {
+      const name = `recycler-for-${step.recyclerPod.pv}`;
+      await waitFor(
+        () =>
+          this.#core.readNamespacedPod({ namespace: "default", name }).then(
+            () => true,
+            (err: unknown) => {
+              if (isNotFound(err)) return false;
+              throw err;
+            },
+          ),
+        { timeoutMs: 60_000, what: `${this.#impl}: recycler pod ${name}` },
+      );
+      await this.#core.patchNamespacedPodStatus(
+        { namespace: "default", name, body: { status: { phase: step.recyclerPod.phase } } },
+        mergePatch,
+      );
     } else if ("attachAll" in step) {
       await this.#settle(ns);
       for (const va of (await this.#storage.listVolumeAttachment()).items) {
