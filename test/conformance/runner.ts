@@ -7,6 +7,9 @@ import {
   StorageV1Api,
   type KubernetesObject,
 } from "@kubernetes/client-node";
+import { copyFile, mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { isNotFound } from "../../src/runtime/api-errors.js";
 import { waitFor } from "../../src/util/wait.js";
@@ -28,6 +31,7 @@ export const CONTROLLERS = [
   "persistentvolumeclaim-protection-controller",
   "persistentvolume-protection-controller",
 ];
+const FLEX_FIXTURE = fileURLToPath(new URL("../fixtures/flexvolume/fake-driver.sh", import.meta.url));
 const FLAGS = ["--pvclaimbinder-sync-period=1s", "--enable-hostpath-provisioner"];
 
 export type Step =
@@ -40,6 +44,8 @@ export type Step =
   | { kubelet: { node: string; volumesInUse?: string[]; ready?: boolean; outOfService?: boolean } }
   /** Plays the kubelet running the PV's recycler pod (default/recycler-for-<pv>): waits for it, sets its phase. */
   | { recyclerPod: { pv: string; phase: "Succeeded" | "Failed" } }
+  /** Installs test/fixtures/flexvolume/fake-driver.sh as `<directory>/<driver>` with its `.mode`. */
+  | { flexDriver: { directory: string; mode: string } }
   /** Plays the CSI external-attacher: every VolumeAttachment is marked attached. */
   | { attachAll: true }
   /** Plays an external provisioner: creates a PV for the claim, bound by claimRef, as external-provisioner does. */
@@ -103,15 +109,23 @@ export class ConformanceRunner {
     await this.#cp.stop();
   }
 
+  /** Each implementation's own FlexVolume plugin directory, where `flexDriver` installs drivers. */
+  get #flexDir(): string {
+    return `${this.#cp.dir}/flexvolume`;
+  }
+
   async #startImplementation(): Promise<Running> {
     if (this.#impl === "kube-controller-manager") {
-      const kcm = await this.#cp.startKubeControllerManager({ controllers: CONTROLLERS, args: FLAGS });
+      const kcm = await this.#cp.startKubeControllerManager({
+        controllers: CONTROLLERS,
+        args: [...FLAGS, `--flex-volume-plugin-dir=${this.#flexDir}`],
+      });
       return { stop: () => kcm.stop() };
     }
     const kvc = await startKvc(this.#cp.kubeconfigPath, [
       "--leader-elect=false",
       `--controllers=${CONTROLLERS.join(",")}`,
-      `--flex-volume-plugin-dir=${this.#cp.dir}/flexvolume`,
+      `--flex-volume-plugin-dir=${this.#flexDir}`,
       ...FLAGS,
     ]);
     await kvc.ready();
@@ -218,6 +232,13 @@ export class ConformanceRunner {
         { namespace: "default", name, body: { status: { phase: step.recyclerPod.phase } } },
         mergePatch,
       );
+    } else if ("flexDriver" in step) {
+      const { directory, mode } = step.flexDriver;
+      const driverDir = join(this.#flexDir, directory);
+      await mkdir(driverDir, { recursive: true });
+      await writeFile(join(driverDir, ".mode"), mode);
+      // Executable last: the prober looks at the driver when its executable appears.
+      await copyFile(FLEX_FIXTURE, join(driverDir, directory.slice(directory.indexOf("~") + 1)));
     } else if ("attachAll" in step) {
       await this.#settle(ns);
       for (const va of (await this.#storage.listVolumeAttachment()).items) {

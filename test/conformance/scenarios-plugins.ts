@@ -36,6 +36,26 @@ const readyNodes = (...names: string[]) => [
 
 export const PLUGIN_SCENARIOS: Scenario[] = [
   {
+    name: "flexvolume: a driver whose init fails once is loaded on a later probe and attaches",
+    steps: [
+      ...readyNodes("node-1"),
+      { flexDriver: { directory: "kvc~flaky", mode: "initfailonce" } },
+      { settle: true },
+      // Any pod volume makes upstream probe its plugins: the first probe's init fails, the next succeeds.
+      { create: [podWith("probe-1", "node-1", [{ name: "scratch", emptyDir: {} }])] },
+      { settle: true },
+      { create: [podWith("probe-2", "node-1", [{ name: "scratch", emptyDir: {} }])] },
+      { settle: true },
+      {
+        create: [
+          podWith("pod-1", "node-1", [
+            { name: "flex", flexVolume: { driver: "kvc/flaky", options: { volumeID: "vol-1" } } },
+          ]),
+        ],
+      },
+    ],
+  },
+  {
     name: "iscsi: a pod's iSCSI PV and inline iSCSI volume are reported attached, then detached",
     steps: [
       ...readyNodes("node-1"),
