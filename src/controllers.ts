@@ -7,7 +7,11 @@ import { realClock } from "./runtime/clock.js";
 import { EventRecorder } from "./runtime/events/recorder.js";
 import { AttachDetachController } from "./attachdetach/attach-detach-controller.js";
 import { errorMessage } from "./runtime/api-errors.js";
-import { defaultPlugins, type DefaultPluginsOptions } from "./volume/default-plugins.js";
+import {
+  attachablePlugins,
+  provisionableRecyclablePlugins,
+  type DefaultPluginsOptions,
+} from "./volume/default-plugins.js";
 import { FlexVolumeProber } from "./volume/flexvolume/prober.js";
 import { VolumePluginManager } from "./volume/plugin-manager.js";
 import { PVCProtectionController } from "./protection/pvc-protection-controller.js";
@@ -39,7 +43,7 @@ export interface Controller {
 const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => Controller>> = {
   "persistentvolume-binder-controller": (ctx) => {
     const plugins = new VolumePluginManager(ctx.logger);
-    plugins.register(defaultPlugins(pluginOptions(ctx)));
+    plugins.register(provisionableRecyclablePlugins(pluginOptions(ctx)));
     const events = eventRecorder(ctx, "persistentvolume-controller");
     const binder = new PersistentVolumeBinder({
       ...common(ctx),
@@ -66,7 +70,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
   "persistentvolume-attach-detach-controller": (ctx) => {
     const plugins = new VolumePluginManager(ctx.logger);
     plugins.register(
-      defaultPlugins({
+      attachablePlugins({
         ...pluginOptions(ctx),
         csi: {
           volumeAttachments: ctx.clients.storage,
@@ -126,6 +130,9 @@ function pluginOptions(ctx: ControllerContext): DefaultPluginsOptions {
     ...(ctx.config.recyclerHostPath.podTemplate && {
       recyclerPodTemplateHostPath: ctx.config.recyclerHostPath.podTemplate,
     }),
+    recyclerMinimumTimeoutNFS: ctx.config.recyclerNFS.minimumTimeoutSeconds,
+    recyclerIncrementTimeoutNFS: ctx.config.recyclerNFS.timeoutIncrementSeconds,
+    ...(ctx.config.recyclerNFS.podTemplate && { recyclerPodTemplateNFS: ctx.config.recyclerNFS.podTemplate }),
   };
 }
 

@@ -151,6 +151,24 @@ export const RUN_FLAGS = {
     default: "",
     describe: "A YAML Pod used as the hostPath recycler pod template (the volume named 'vol' is replaced).",
   },
+  "pv-recycler-minimum-timeout-nfs": {
+    coerce: int(0),
+    group: "Persistent volume binder:",
+    default: 300,
+    describe: "The minimum ActiveDeadlineSeconds of an NFS recycler pod.",
+  },
+  "pv-recycler-increment-timeout-nfs": {
+    coerce: int(0),
+    group: "Persistent volume binder:",
+    default: 30,
+    describe: "Seconds of ActiveDeadlineSeconds per Gi of an NFS volume for its recycler pod.",
+  },
+  "pv-recycler-pod-template-filepath-nfs": {
+    type: "string",
+    group: "Persistent volume binder:",
+    default: "",
+    describe: "A YAML Pod used as the NFS recycler pod template (the volume named 'vol' is replaced).",
+  },
   "attach-detach-reconcile-sync-period": {
     type: "string",
     coerce: duration,
@@ -333,6 +351,11 @@ export interface RunConfig {
     timeoutIncrementSeconds: number;
     podTemplate: V1Pod | undefined;
   };
+  recyclerNFS: {
+    minimumTimeoutSeconds: number;
+    timeoutIncrementSeconds: number;
+    podTemplate: V1Pod | undefined;
+  };
   attachDetachReconcileSyncPeriodMs: number;
   disableAttachDetachReconcileSync: boolean;
   disableForceDetachOnTimeout: boolean;
@@ -412,7 +435,12 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
     recyclerHostPath: {
       minimumTimeoutSeconds: number("pv-recycler-minimum-timeout-hostpath"),
       timeoutIncrementSeconds: number("pv-recycler-timeout-increment-hostpath"),
-      podTemplate: recyclerTemplate(optionalString("pv-recycler-pod-template-filepath-hostpath")),
+      podTemplate: recyclerTemplate("pv-recycler-pod-template-filepath-hostpath", optionalString),
+    },
+    recyclerNFS: {
+      minimumTimeoutSeconds: number("pv-recycler-minimum-timeout-nfs"),
+      timeoutIncrementSeconds: number("pv-recycler-increment-timeout-nfs"),
+      podTemplate: recyclerTemplate("pv-recycler-pod-template-filepath-nfs", optionalString),
     },
     attachDetachReconcileSyncPeriodMs: number("attach-detach-reconcile-sync-period"),
     disableAttachDetachReconcileSync: argv["disable-attach-detach-reconcile-sync"] === true,
@@ -459,10 +487,14 @@ function alwaysAllowPathsFlag(paths: string[]): string[] {
   return paths;
 }
 
-/** Reads a recycler pod template as KCM does (a Pod in YAML with a volume named "vol"). */
-function recyclerTemplate(path: string | undefined): V1Pod | undefined {
+/** Reads a recycler pod template flag's file as KCM does (a Pod in YAML with a volume named "vol"). */
+function recyclerTemplate(
+  name: "pv-recycler-pod-template-filepath-hostpath" | "pv-recycler-pod-template-filepath-nfs",
+  optionalString: (flag: keyof RunArgs) => string | undefined,
+): V1Pod | undefined {
+  const path = optionalString(name);
   if (path === undefined) return undefined;
-  const flag = "--pv-recycler-pod-template-filepath-hostpath";
+  const flag = `--${name}`;
   let pod: V1Pod;
   try {
     pod = loadYaml<V1Pod>(readFileSync(path, "utf8"));

@@ -151,31 +151,45 @@ export class OperationExecutor {
   }
 
   /**
-   * Starts detaching unless an operation for the volume is running or backing off; returns whether it
-   * started. Throws when no plugin can detach the volume. With `verifySafeToDetach` the node is read
-   * first and the detach fails while the node still reports the volume in use. A failed detach
-   * leaves the volume Uncertain, so it is neither reported attached nor forgotten.
+   * Resolves what detaching the volume needs (upstream GenerateDetachVolumeFunc) and returns the
+   * function that starts it: with `verifySafeToDetach` the node is read first and the detach fails
+   * while the node still reports the volume in use; it returns whether it started (not while an
+   * operation for the volume runs or backs off). A failed detach leaves the volume Uncertain, so it is
+   * neither reported attached nor forgotten.
+   *
+   * Throws when no plugin can detach the volume. Unlike upstream, which retries that on every
+   * reconciler pass (and rewrites the node's status each time), the failure counts as a failed detach
+   * of the volume's key and backs off as one: no tight loop for an attachment nothing can resolve.
    */
-  detachVolume(volume: AttachedVolume, verifySafeToDetach: boolean): boolean {
-    const { plugin, name } = this.#detachablePlugin(volume);
-    const detacher = plugin.newDetacher();
+  prepareDetach(volume: AttachedVolume): (verifySafeToDetach: boolean) => boolean {
     const nodeKey = isMultiAttachAllowed(volume.volumeSpec) ? volume.nodeName : "";
+    let plugin: AttachableVolumePlugin;
+    let name: string;
+    try {
+      ({ plugin, name } = this.#detachablePlugin(volume));
+    } catch (err) {
+      this.#failedBeforeStart(volume.volumeName, nodeKey, "volume_detach");
+      throw err;
+    }
     const pluginName = volume.volumeSpec
       ? fullyQualifiedPluginName(plugin.name, volume.volumeSpec)
       : plugin.name;
-    return this.#run(volume.volumeName, nodeKey, "volume_detach", pluginName, async () => {
-      try {
-        if (verifySafeToDetach) await this.#verifySafeToDetach(volume);
-        await detacher.detach(name, volume.nodeName, this.#o.signal);
-      } catch (err) {
-        this.#o.asw.markVolumeAsUncertain(volume.volumeName, volume.volumeSpec, volume.nodeName);
-        throw new Error(detailedMessage(volume, "DetachVolume.Detach failed", `: ${errorMessage(err)}`), {
-          cause: err,
-        });
-      }
-      this.#o.log.info({}, detailedMessage(volume, "DetachVolume.Detach succeeded"));
-      this.#o.asw.markVolumeAsDetached(volume.volumeName, volume.nodeName);
-    });
+    return (verifySafeToDetach) => {
+      const detacher = plugin.newDetacher();
+      return this.#run(volume.volumeName, nodeKey, "volume_detach", pluginName, async () => {
+        try {
+          if (verifySafeToDetach) await this.#verifySafeToDetach(volume);
+          await detacher.detach(name, volume.nodeName, this.#o.signal);
+        } catch (err) {
+          this.#o.asw.markVolumeAsUncertain(volume.volumeName, volume.volumeSpec, volume.nodeName);
+          throw new Error(detailedMessage(volume, "DetachVolume.Detach failed", `: ${errorMessage(err)}`), {
+            cause: err,
+          });
+        }
+        this.#o.log.info({}, detailedMessage(volume, "DetachVolume.Detach succeeded"));
+        this.#o.asw.markVolumeAsDetached(volume.volumeName, volume.nodeName);
+      });
+    };
   }
 
   /**
@@ -363,6 +377,24 @@ export class OperationExecutor {
       if (!found || op.nodeName === nodeName) found = op;
     }
     return found;
+  }
+
+  /**
+   * Records an operation that could not start as failed under its key: it then waits out the same
+   * backoff as one that ran and failed. A running operation for the key is left alone.
+   */
+  #failedBeforeStart(volumeName: string, nodeName: string, operationName: OperationName): void {
+    let op = this.#find(volumeName, nodeName);
+    if (op?.pending) return;
+    if (!op) {
+      op = { volumeName, nodeName, pending: false, operationName, backoff: new ExponentialBackoff() };
+      this.#operations.push(op);
+    } else if (op.operationName !== operationName) {
+      op.operationName = operationName;
+      op.backoff = new ExponentialBackoff();
+    }
+    op.nodeName = nodeName;
+    op.backoff.update(this.#o.clock.now());
   }
 
   /** upstream nestedPendingOperations.Run: refuses while pending, or in backoff for the same operation. */

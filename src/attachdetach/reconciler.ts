@@ -52,7 +52,7 @@ export interface ReconcilerOptions {
     | "isOperationPending"
     | "isOperationSafeToRetry"
     | "attachVolume"
-    | "detachVolume"
+    | "prepareDetach"
     | "verifyVolumesAreAttached"
   >;
   nodeStatusUpdater: NodeStatusUpdater;
@@ -155,6 +155,19 @@ export class Reconciler {
         continue;
       }
 
+      // Resolved before the node status is touched (upstream after): a volume no plugin can detach
+      // stays reported, its key backs off, and the node's status is not rewritten twice per pass.
+      let startDetach: (verifySafeToDetach: boolean) => boolean;
+      try {
+        startDetach = executor.prepareDetach(volume);
+      } catch (err) {
+        log.error(
+          { volumeName, node: nodeName, err: errorMessage(err) },
+          "attacherDetacher.DetachVolume failed to start",
+        );
+        continue;
+      }
+
       // The node status must drop the volume before the detach, so the kubelet does not mount it again.
       try {
         asw.removeVolumeFromReportAsAttached(volumeName, nodeName);
@@ -174,24 +187,19 @@ export class Reconciler {
         asw.addVolumeToReportAsAttached(volumeName, nodeName);
         continue;
       }
-      // Not in upstream: a pod may have claimed the volume again while the status was written.
+      // Not in upstream: a pod may have claimed the volume again while the status was written. Only a
+      // confirmed attachment goes back to volumesAttached: an Uncertain one (an attach that failed
+      // meanwhile) must not tell the kubelet it may mount; the attach pass retries it.
       if (dsw.volumeExists(volumeName, nodeName)) {
-        asw.addVolumeToReportAsAttached(volumeName, nodeName);
+        if (asw.getAttachState(volumeName, nodeName) === "Attached") {
+          asw.addVolumeToReportAsAttached(volumeName, nodeName);
+        }
         continue;
       }
 
       // Without verification the detach goes ahead even though the node may still use the volume.
       const verifySafeToDetach = !forceTimeout && !outOfService;
-      let started: boolean;
-      try {
-        started = executor.detachVolume(volume, verifySafeToDetach);
-      } catch (err) {
-        log.error(
-          { volumeName, node: nodeName, err: errorMessage(err) },
-          "attacherDetacher.DetachVolume failed to start",
-        );
-        started = false;
-      }
+      const started = startDetach(verifySafeToDetach);
       if (!started) {
         asw.addVolumeToReportAsAttached(volumeName, nodeName);
         continue;

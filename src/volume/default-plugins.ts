@@ -1,7 +1,14 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { CSIPlugin, type CSIPluginOptions } from "./csi/plugin.js";
+import { FCPlugin } from "./fc/plugin.js";
 import { HostPathPlugin } from "./hostpath/plugin.js";
-import type { VolumePlugin } from "./plugin.js";
+import { ISCSIPlugin } from "./iscsi/plugin.js";
+import {
+  NFS_RECYCLER_INCREMENT_TIMEOUT_SECONDS,
+  NFS_RECYCLER_MINIMUM_TIMEOUT_SECONDS,
+  NFSPlugin,
+} from "./nfs/plugin.js";
+import { isAttachable, isDeletable, isProvisionable, isRecyclable, type VolumePlugin } from "./plugin.js";
 import type { RecyclerPodApi } from "./recycler.js";
 
 export interface DefaultPluginsOptions {
@@ -15,6 +22,14 @@ export interface DefaultPluginsOptions {
   recyclerTimeoutIncrementHostPath?: number;
   /** The pod read from --pv-recycler-pod-template-filepath-hostpath. */
   recyclerPodTemplateHostPath?: V1Pod;
+  /** --pv-recycler-minimum-timeout-nfs, seconds (default 300). */
+  recyclerMinimumTimeoutNFS?: number;
+  /** --pv-recycler-increment-timeout-nfs, seconds per Gi (default 30). */
+  recyclerIncrementTimeoutNFS?: number;
+  /** The pod read from --pv-recycler-pod-template-filepath-nfs. */
+  recyclerPodTemplateNFS?: V1Pod;
+  /** How often recycler pods are polled (default 1 s). */
+  recyclerPollIntervalMs?: number;
   /**
    * What the CSI plugin needs; without it the plugin is left out, as for the binder (upstream filters
    * it from the binder's plugins too: it neither provisions, deletes nor recycles).
@@ -31,7 +46,27 @@ export function defaultPlugins(options: DefaultPluginsOptions): VolumePlugin[] {
       recyclerMinimumTimeoutSeconds: options.recyclerMinimumTimeoutHostPath,
       recyclerTimeoutIncrementSeconds: options.recyclerTimeoutIncrementHostPath,
       recyclerPodTemplate: options.recyclerPodTemplateHostPath,
+      recyclerPollIntervalMs: options.recyclerPollIntervalMs,
     }),
+    new NFSPlugin({
+      pods: options.pods,
+      minimumTimeoutSeconds: options.recyclerMinimumTimeoutNFS ?? NFS_RECYCLER_MINIMUM_TIMEOUT_SECONDS,
+      timeoutIncrementSeconds: options.recyclerIncrementTimeoutNFS ?? NFS_RECYCLER_INCREMENT_TIMEOUT_SECONDS,
+      podTemplate: options.recyclerPodTemplateNFS,
+      pollIntervalMs: options.recyclerPollIntervalMs,
+    }),
+    new FCPlugin(),
+    new ISCSIPlugin(),
     ...(options.csi ? [new CSIPlugin(options.csi)] : []),
   ];
+}
+
+/** The PV binder's plugins (upstream ProbeProvisionableRecyclableVolumePlugins). */
+export function provisionableRecyclablePlugins(options: DefaultPluginsOptions): VolumePlugin[] {
+  return defaultPlugins(options).filter((p) => isProvisionable(p) || isDeletable(p) || isRecyclable(p));
+}
+
+/** The attach/detach controller's plugins (upstream ProbeAttachableVolumePlugins). */
+export function attachablePlugins(options: DefaultPluginsOptions): VolumePlugin[] {
+  return defaultPlugins(options).filter(isAttachable);
 }

@@ -1,4 +1,4 @@
-import type { CoreV1Api, V1PersistentVolume, V1Pod } from "@kubernetes/client-node";
+import type { CoreV1Api, V1PersistentVolume, V1Pod, V1Volume } from "@kubernetes/client-node";
 import { errorMessage, isAlreadyExists, isNotFound } from "../runtime/api-errors.js";
 import { waitFor } from "../util/wait.js";
 import { tryParseQuantity } from "../util/quantity.js";
@@ -165,4 +165,68 @@ export async function recycleVolumeByWatchingPodUntilCompletion(
   if (outcome.failed) throw new Error(`failed to recycle volume: ${outcome.message}`);
   if (deleteError !== undefined)
     throw new Error(`failed to delete recycler pod: ${errorMessage(deleteError)}`, { cause: deleteError });
+}
+
+export interface PodRecyclerOptions {
+  /** Runs the recycler pod. */
+  pods: RecyclerPodApi;
+  /** --pv-recycler-minimum-timeout-<plugin>, seconds. */
+  minimumTimeoutSeconds: number;
+  /** --pv-recycler-{timeout-increment,increment-timeout}-<plugin>, seconds per Gi. */
+  timeoutIncrementSeconds: number;
+  /** --pv-recycler-pod-template-filepath-<plugin>'s pod (default newRecyclerPodTemplate()). */
+  podTemplate?: V1Pod | undefined;
+  /** How often the recycler pod is polled (default 1 s). */
+  pollIntervalMs?: number | undefined;
+}
+
+/** A volume source for the recycler pod's first volume, e.g. `{ nfs: { server, path } }`. */
+export type RecyclerVolumeSource = Omit<V1Volume, "name">;
+
+/**
+ * The recycling every recyclable in-tree plugin does (upstream hostpath's and nfs's Recycle): the
+ * template with the PV's storage as its first volume and activeDeadlineSeconds sized to the PV, run
+ * by recycleVolumeByWatchingPodUntilCompletion.
+ */
+export class PodRecycler {
+  readonly #o: PodRecyclerOptions;
+  readonly #template: V1Pod;
+
+  /** Throws when the template has no volume to replace. */
+  constructor(options: PodRecyclerOptions) {
+    this.#o = options;
+    this.#template = options.podTemplate ?? newRecyclerPodTemplate();
+    validateRecyclerPodTemplate(this.#template);
+  }
+
+  async recycle(
+    pvName: string,
+    pv: V1PersistentVolume,
+    source: RecyclerVolumeSource,
+    recorder: RecycleEventRecorder,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const pod = this.#recyclerPod(pv, source);
+    const timeoutMs = (pod.spec?.activeDeadlineSeconds ?? 0) * 1000 + RECYCLER_START_GRACE_MS;
+    await recycleVolumeByWatchingPodUntilCompletion(pvName, pod, this.#o.pods, recorder, {
+      timeoutMs,
+      intervalMs: this.#o.pollIntervalMs,
+      ...(signal && { signal }),
+    });
+  }
+
+  /** The template (not modified) with `source` as its first volume and a deadline sized to the PV. */
+  #recyclerPod(pv: V1PersistentVolume, source: RecyclerVolumeSource): V1Pod {
+    const pod = structuredClone(this.#template);
+    const spec = pod.spec ?? { containers: [] };
+    const [first, ...rest] = spec.volumes ?? [];
+    spec.volumes = [{ name: first?.name ?? "vol", ...source }, ...rest];
+    spec.activeDeadlineSeconds = recyclerTimeoutSeconds(
+      this.#o.minimumTimeoutSeconds,
+      this.#o.timeoutIncrementSeconds,
+      pv,
+    );
+    pod.spec = spec;
+    return pod;
+  }
 }

@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { ConformanceRunner, type Scenario, type Snapshot } from "./runner.js";
 import { pv, pvc, sc, SCENARIOS } from "./scenarios.js";
 import { MIGRATION_SCENARIOS } from "./scenarios-migration.js";
+import { PLUGIN_SCENARIOS } from "./scenarios-plugins.js";
 
 /*
  * Differential conformance: every scenario runs on upstream kube-controller-manager and on kvc, each
@@ -80,9 +81,12 @@ const only = process.env.KVC_CONFORMANCE_ONLY;
 const seeds = process.env.KVC_CONFORMANCE_SEED
   ? [Number(process.env.KVC_CONFORMANCE_SEED)]
   : Array.from({ length: Number(process.env.KVC_CONFORMANCE_SEEDS ?? 2) }, (_, i) => 1000 + i);
-const scenarios = [...SCENARIOS, ...MIGRATION_SCENARIOS, ...seeds.map(randomScenario)].filter(
-  (s) => !only || only.split(",").some((part) => s.name.includes(part)),
-);
+const scenarios = [
+  ...SCENARIOS,
+  ...MIGRATION_SCENARIOS,
+  ...PLUGIN_SCENARIOS,
+  ...seeds.map(randomScenario),
+].filter((s) => !only || only.split(",").some((part) => s.name.includes(part)));
 
 describe("kvc decides as kube-controller-manager does", () => {
   const upstream = new ConformanceRunner("kube-controller-manager");

@@ -7,6 +7,9 @@ import {
   StorageV1Api,
   type KubernetesObject,
 } from "@kubernetes/client-node";
+import { copyFile, mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { isNotFound } from "../../src/runtime/api-errors.js";
 import { waitFor } from "../../src/util/wait.js";
@@ -28,6 +31,7 @@ export const CONTROLLERS = [
   "persistentvolumeclaim-protection-controller",
   "persistentvolume-protection-controller",
 ];
+const FLEX_FIXTURE = fileURLToPath(new URL("../fixtures/flexvolume/fake-driver.sh", import.meta.url));
 const FLAGS = ["--pvclaimbinder-sync-period=1s", "--enable-hostpath-provisioner"];
 
 export type Step =
@@ -38,6 +42,10 @@ export type Step =
   | { patch: { kind: string; name: string; body: object; status?: boolean } }
   /** Plays the kubelet: the node's volumesInUse (unique volume names), Ready condition, out-of-service taint. */
   | { kubelet: { node: string; volumesInUse?: string[]; ready?: boolean; outOfService?: boolean } }
+  /** Plays the kubelet running the PV's recycler pod (default/recycler-for-<pv>): waits for it, sets its phase. */
+  | { recyclerPod: { pv: string; phase: "Succeeded" | "Failed" } }
+  /** Installs test/fixtures/flexvolume/fake-driver.sh as `<directory>/<driver>` with its `.mode`. */
+  | { flexDriver: { directory: string; mode: string } }
   /** Plays the CSI external-attacher: every VolumeAttachment is marked attached. */
   | { attachAll: true }
   /** Plays an external provisioner: creates a PV for the claim, bound by claimRef, as external-provisioner does. */
@@ -101,15 +109,23 @@ export class ConformanceRunner {
     await this.#cp.stop();
   }
 
+  /** Each implementation's own FlexVolume plugin directory, where `flexDriver` installs drivers. */
+  get #flexDir(): string {
+    return `${this.#cp.dir}/flexvolume`;
+  }
+
   async #startImplementation(): Promise<Running> {
     if (this.#impl === "kube-controller-manager") {
-      const kcm = await this.#cp.startKubeControllerManager({ controllers: CONTROLLERS, args: FLAGS });
+      const kcm = await this.#cp.startKubeControllerManager({
+        controllers: CONTROLLERS,
+        args: [...FLAGS, `--flex-volume-plugin-dir=${this.#flexDir}`],
+      });
       return { stop: () => kcm.stop() };
     }
     const kvc = await startKvc(this.#cp.kubeconfigPath, [
       "--leader-elect=false",
       `--controllers=${CONTROLLERS.join(",")}`,
-      `--flex-volume-plugin-dir=${this.#cp.dir}/flexvolume`,
+      `--flex-volume-plugin-dir=${this.#flexDir}`,
       ...FLAGS,
     ]);
     await kvc.ready();
@@ -199,6 +215,30 @@ export class ConformanceRunner {
           : null;
         await this.#core.patchNode({ name: node, body: { spec: { taints } } }, mergePatch);
       }
+    } else if ("recyclerPod" in step) {
+      const name = `recycler-for-${step.recyclerPod.pv}`;
+      await waitFor(
+        () =>
+          this.#core.readNamespacedPod({ namespace: "default", name }).then(
+            () => true,
+            (err: unknown) => {
+              if (isNotFound(err)) return false;
+              throw err;
+            },
+          ),
+        { timeoutMs: 60_000, what: `${this.#impl}: recycler pod ${name}` },
+      );
+      await this.#core.patchNamespacedPodStatus(
+        { namespace: "default", name, body: { status: { phase: step.recyclerPod.phase } } },
+        mergePatch,
+      );
+    } else if ("flexDriver" in step) {
+      const { directory, mode } = step.flexDriver;
+      const driverDir = join(this.#flexDir, directory);
+      await mkdir(driverDir, { recursive: true });
+      await writeFile(join(driverDir, ".mode"), mode);
+      // Executable last: the prober looks at the driver when its executable appears.
+      await copyFile(FLEX_FIXTURE, join(driverDir, directory.slice(directory.indexOf("~") + 1)));
     } else if ("attachAll" in step) {
       await this.#settle(ns);
       for (const va of (await this.#storage.listVolumeAttachment()).items) {

@@ -10,6 +10,7 @@ import {
   TAINT_NODE_OUT_OF_SERVICE,
   type ForceDetachReason,
 } from "../../src/attachdetach/reconciler.js";
+import { APINodeStatusUpdater } from "../../src/attachdetach/statusupdater/node-status-updater.js";
 import { FakeClock } from "../../src/runtime/clock.js";
 import type { EventSubject } from "../../src/runtime/events/reference.js";
 import { silentLogger } from "../../src/runtime/logger.js";
@@ -115,7 +116,8 @@ function harness(options: HarnessOptions = {}) {
       assert.equal("kind" in subject ? subject.kind : undefined, "Pod");
     },
   };
-  const status = { fail: false, forNode: [] as string[] };
+  /** `during` runs inside updateNodeStatusForNode: what happens while the patch is in flight. */
+  const status = { fail: false, forNode: [] as string[], during: undefined as (() => void) | undefined };
   const forced: Record<ForceDetachReason, number> = { timeout: 0, "out-of-service": 0 };
   const executor = new OperationExecutor({
     plugins,
@@ -132,6 +134,7 @@ function harness(options: HarnessOptions = {}) {
     nodeStatusUpdater: {
       updateNodeStatusForNode(nodeName) {
         status.forNode.push(nodeName);
+        status.during?.();
         return status.fail
           ? Promise.reject(new Error("fake error on update node status"))
           : Promise.resolve();
@@ -671,6 +674,72 @@ describe("attach/detach reconciler: operations (derived from upstream code)", ()
     assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Detached");
     await h.run(LOOP_MS);
     assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Attached", "the next pass attaches it again");
+  });
+
+  test("an attachment no plugin can detach backs off: a handful of node-status patches a minute", async () => {
+    const h = harness();
+    const patches: string[] = [];
+    const node = { metadata: { name: "node-name" } };
+    const updater = new APINodeStatusUpdater({
+      core: {
+        patchNodeStatus: ({ name }) => {
+          patches.push(name);
+          return Promise.resolve(node);
+        },
+      },
+      getNode: () => node,
+      asw: h.asw,
+      log: silentLogger,
+    });
+    const reconciler = new Reconciler({
+      dsw: h.dsw,
+      asw: h.asw,
+      executor: h.executor,
+      nodeStatusUpdater: updater,
+      nodes: nodeHealthFrom(() => node),
+      events: { event: () => {} },
+      clock: h.clock,
+      log: silentLogger,
+    });
+    // Left in volumesAttached by another controller, of a plugin this one does not have.
+    const unknown = "kubernetes.io/unknown-plugin/vol-1";
+    h.dsw.addNode("node-name");
+    h.asw.markVolumeAsAttached(unknown, undefined, "node-name", "");
+    h.asw.setVolumesMountedByNode([], "node-name");
+    await updater.updateNodeStatuses();
+    patches.length = 0;
+    for (let t = 0; t < 60_000; t += 100) {
+      await reconciler.reconcile();
+      await h.executor.waitForCompletion();
+      h.clock.advance(100);
+    }
+    assert.ok(patches.length <= 3, `${patches.length} node-status patches in a simulated minute`);
+    assert.equal(h.asw.getAttachState(unknown, "node-name"), "Attached", "left as it was");
+    assert.deepEqual(
+      h.asw.getNodesToUpdateStatusFor().get("node-name")?.volumesToReportAsAttached,
+      new Set([unknown]),
+      "still reported attached",
+    );
+    assert.equal(h.executor.isOperationSafeToRetry(unknown, "node-name", "volume_detach"), false);
+  });
+
+  test("an Uncertain attachment claimed again during the status patch is not reported attached", async () => {
+    const h = harness();
+    // An attach here fails and leaves the volume Uncertain.
+    h.dsw.addNode(TIMEOUT_ATTACH_NODE);
+    h.asw.markVolumeAsUncertain(VOLUME, volumeSpec(), TIMEOUT_ATTACH_NODE);
+    h.asw.setVolumesMountedByNode([], TIMEOUT_ATTACH_NODE);
+    // Unwanted, so the detach pass writes the status; a pod claims the volume while it does.
+    h.status.during = () => {
+      h.status.during = undefined;
+      h.dsw.addPod("pod-uid", newPod("pod-uid"), volumeSpec(), TIMEOUT_ATTACH_NODE);
+    };
+    await h.reconciler.reconcile();
+    await h.executor.waitForCompletion();
+    assert.deepEqual(h.status.forNode, [TIMEOUT_ATTACH_NODE]);
+    assert.equal(h.fake.calls.detach, 0);
+    assert.equal(h.asw.getAttachState(VOLUME, TIMEOUT_ATTACH_NODE), "Uncertain");
+    assert.equal(reported(h, TIMEOUT_ATTACH_NODE), false);
   });
 
   test("run() passes every loop period until aborted", async () => {

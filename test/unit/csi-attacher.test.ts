@@ -164,7 +164,12 @@ describe("CSI canAttach", () => {
 
   test("defaultPlugins leaves the CSI plugin out without its dependencies", () => {
     const names = defaultPlugins({ enableHostPathProvisioner: false, pods: noPods }).map((p) => p.name);
-    assert.deepEqual(names, [HOST_PATH_PLUGIN_NAME]);
+    assert.deepEqual(names, [
+      HOST_PATH_PLUGIN_NAME,
+      "kubernetes.io/nfs",
+      "kubernetes.io/fc",
+      "kubernetes.io/iscsi",
+    ]);
   });
 });
 

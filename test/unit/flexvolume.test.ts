@@ -17,6 +17,7 @@ import { silentLogger } from "../../src/runtime/logger.js";
 import { waitFor } from "../../src/util/wait.js";
 import { FlexVolumePlugin } from "../../src/volume/flexvolume/plugin.js";
 import { FlexVolumeProber } from "../../src/volume/flexvolume/prober.js";
+import { FakeClock } from "../../src/runtime/clock.js";
 import { specFromPersistentVolume, specFromVolume, type VolumeSpec } from "../../src/volume/plugin.js";
 import type { ProbeEvent } from "../../src/volume/plugin-manager.js";
 
@@ -236,6 +237,65 @@ describe("FlexVolume prober", () => {
     } finally {
       prober.close();
     }
+  });
+
+  test("a driver whose init fails is retried after a backoff, without a filesystem change", async () => {
+    const dir = pluginDir();
+    const driverDir = install(dir, "kvc~flaky", "initfailonce");
+    const clock = new FakeClock();
+    const prober = new FlexVolumeProber({ pluginDir: dir, log: silentLogger, clock });
+    await prober.init();
+    try {
+      assert.deepEqual(await prober.probe(), [], "the first init fails");
+      assert.deepEqual(await prober.probe(), [], "not retried within the backoff");
+      assert.equal(calls(driverDir).length, 1);
+      clock.advance(501);
+      assert.deepEqual(collect(await prober.probe()), ["add kvc/flaky"]);
+      assert.deepEqual(await prober.probe(), [], "reported once");
+    } finally {
+      prober.close();
+    }
+  });
+
+  test("a registered driver whose init fails once is not unloaded", async () => {
+    const dir = pluginDir();
+    const driverDir = install(dir, "kvc~one");
+    const clock = new FakeClock();
+    const prober = new FlexVolumeProber({ pluginDir: dir, log: silentLogger, clock });
+    await prober.init();
+    try {
+      assert.deepEqual(collect(await prober.probe()), ["add kvc/one"]);
+      writeFileSync(join(driverDir, ".mode"), "initfailonce");
+      writeFileSync(join(driverDir, "changed"), ""); // a change that makes the prober look again
+      const seen: string[] = [];
+      await waitFor(
+        async () => {
+          seen.push(...collect(await prober.probe()));
+          clock.advance(501); // each failed init's backoff passes
+          return seen.includes("update kvc/one");
+        },
+        { timeoutMs: 10_000, what: "the driver to be initialised again" },
+      );
+      assert.ok(existsSync(join(driverDir, ".init-failed")), "an init failed on the way");
+      assert.ok(!seen.includes("remove kvc/one"), `unloaded: ${seen.join(", ")}`);
+    } finally {
+      prober.close();
+    }
+  });
+
+  test("a plugin directory that cannot be watched fails init (the caller runs without FlexVolume)", async () => {
+    const dir = pluginDir();
+    const prober = new FlexVolumeProber({
+      pluginDir: dir,
+      log: silentLogger,
+      watch: () => {
+        throw new Error("ENOSPC: System limit for number of file watchers reached");
+      },
+    });
+    await assert.rejects(prober.init(), {
+      message:
+        "error adding watch on Flexvolume directory: ENOSPC: System limit for number of file watchers reached",
+    });
   });
 
   test("a deleted plugin directory is recreated and rescanned", async () => {

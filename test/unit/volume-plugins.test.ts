@@ -577,7 +577,9 @@ describe("defaultPlugins and the example plugin", () => {
       },
     });
     const m = new VolumePluginManager(silent);
-    m.register([...defaultPlugins({ enableHostPathProvisioner: false, pods: new FakePods() }), example]);
+    // It serves NFS sources, as the built-in NFS recycler does: it replaces that one (one plugin per spec).
+    const builtIn = defaultPlugins({ enableHostPathProvisioner: false, pods: new FakePods() });
+    m.register([...builtIn.filter((p) => p.name !== "kubernetes.io/nfs"), example]);
 
     assert.throws(
       () => m.findProvisionablePluginByName(HOST_PATH_PLUGIN_NAME).newProvisioner(provisionOptions()),
@@ -603,7 +605,7 @@ describe("defaultPlugins and the example plugin", () => {
     const enabled = defaultPlugins({ enableHostPathProvisioner: true, pods: new FakePods() });
     assert.deepEqual(
       enabled.map((p) => p.name),
-      [HOST_PATH_PLUGIN_NAME],
+      [HOST_PATH_PLUGIN_NAME, "kubernetes.io/nfs", "kubernetes.io/fc", "kubernetes.io/iscsi"],
     );
   });
 });

@@ -2,6 +2,8 @@ import { watch, type FSWatcher } from "node:fs";
 import { access, constants, mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage } from "../../runtime/api-errors.js";
+import { realClock, type Clock } from "../../runtime/clock.js";
+import { ExponentialBackoff } from "../../util/exponential-backoff.js";
 import type { LogSink } from "../../runtime/logger.js";
 import type { DynamicPluginProber, ProbeEvent } from "../plugin-manager.js";
 import { DEFAULT_CALL_TIMEOUT_MS, driverNameOf, executableOf, FlexVolumePlugin } from "./plugin.js";
@@ -13,6 +15,10 @@ export interface FlexVolumeProberOptions {
   pluginDir: string;
   log: LogSink;
   callTimeoutMs?: number;
+  /** Times the retries of failed inits (default the real clock). */
+  clock?: Clock;
+  /** node:fs watch; a test seam for a directory that cannot be watched. */
+  watch?: typeof watch;
 }
 
 /**
@@ -22,8 +28,14 @@ export interface FlexVolumeProberOptions {
  * driver's directory are watched) mark drivers to look at again, so drivers are added, replaced and
  * removed while the controller runs. A deleted plugin directory is recreated and rescanned.
  *
- * Unlike upstream, a driver whose init fails is tried again on its next filesystem change, not on
- * every probe: probes run every 100 ms, and a hanging init would otherwise be re-run without end.
+ * A driver whose init fails keeps its registered plugin, if any, and is tried again (upstream keeps it
+ * in its events map and retries on every probe). Unlike upstream, the retries back off per driver
+ * (500 ms doubling to 2m2s): probes run every 100 ms, and a broken driver would otherwise be executed
+ * ten times a second; upstream also never retries a driver that failed the first full scan.
+ *
+ * When the plugin directory cannot be watched, init() rejects and the caller runs without FlexVolume
+ * (upstream swaps in its dummy prober); a directory deleted later whose watch cannot be set up again
+ * is retried with the same backoff, not rescanned on every probe.
  */
 export class FlexVolumeProber implements DynamicPluginProber {
   readonly #o: FlexVolumeProberOptions;
@@ -34,16 +46,24 @@ export class FlexVolumeProber implements DynamicPluginProber {
   /** Driver directories whose plugin is registered. */
   readonly #known = new Set<string>();
   readonly #watchers = new Map<string, FSWatcher>();
+  /** Driver directories whose init failed, with when to try again. */
+  readonly #failed = new Map<string, ExponentialBackoff>();
+  /** Set while the plugin directory, deleted, could not be watched again. */
+  #rewatch: ExponentialBackoff | undefined;
+  readonly #clock: Clock;
   #closed = false;
 
   constructor(options: FlexVolumeProberOptions) {
     this.#o = options;
     this.#callTimeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    this.#clock = options.clock ?? realClock;
   }
 
+  /** Rejects when the plugin directory cannot be created or watched. */
   async init(): Promise<void> {
     await mkdir(this.#o.pluginDir, { recursive: true });
-    this.#watchRoot();
+    const err = this.#watchRoot();
+    if (err !== undefined) throw new Error(`error adding watch on Flexvolume directory: ${err}`);
   }
 
   async probe(): Promise<ProbeEvent[]> {
@@ -52,22 +72,34 @@ export class FlexVolumeProber implements DynamicPluginProber {
       () => true,
       () => false,
     );
-    if (!present || !this.#watchers.has("")) {
+    if ((!present || !this.#watchers.has("")) && (this.#rewatch?.safeToRetry(this.#clock.now()) ?? true)) {
       // The plugin directory was deleted: recreate it, watch it again and rescan.
       this.#unwatch("");
       await mkdir(this.#o.pluginDir, { recursive: true });
-      this.#watchRoot();
-      this.#probeAll = true;
+      const err = this.#watchRoot();
+      if (err === undefined) {
+        this.#rewatch = undefined;
+        this.#probeAll = true;
+      } else {
+        (this.#rewatch ??= new ExponentialBackoff()).update(this.#clock.now());
+        this.#o.log.error(
+          { path: this.#o.pluginDir, err, retryAfterMs: this.#rewatch.durationMs },
+          "cannot watch the FlexVolume plugin directory",
+        );
+      }
     }
     let directories: string[];
     if (this.#probeAll) {
       this.#probeAll = false;
       this.#dirty.clear();
+      this.#failed.clear();
       const entries = await readdir(this.#o.pluginDir, { withFileTypes: true });
       directories = entries.filter((e) => e.isDirectory() && !e.name.startsWith(".")).map((e) => e.name);
       for (const gone of [...this.#known].filter((d) => !directories.includes(d))) directories.push(gone);
     } else {
-      directories = [...this.#dirty];
+      const now = this.#clock.now();
+      const retries = [...this.#failed].filter(([, b]) => b.safeToRetry(now)).map(([d]) => d);
+      directories = [...new Set([...this.#dirty, ...retries])];
       this.#dirty.clear();
     }
     const events: ProbeEvent[] = [];
@@ -94,6 +126,7 @@ export class FlexVolumeProber implements DynamicPluginProber {
     );
     if (!installed) {
       this.#unwatch(directory);
+      this.#failed.delete(directory);
       if (!this.#known.delete(directory)) return undefined;
       return { op: "remove", pluginName: driverNameOf(directory) };
     }
@@ -107,29 +140,41 @@ export class FlexVolumeProber implements DynamicPluginProber {
       });
       const op = this.#known.has(directory) ? "update" : "add";
       this.#known.add(directory);
+      this.#failed.delete(directory);
       return { op, plugin };
     } catch (err) {
+      // Transient or not, the registered plugin (if any) stays until an init succeeds or the
+      // executable goes, as upstream: unloading it would strand its attached volumes.
+      const backoff = this.#failed.get(directory) ?? new ExponentialBackoff();
+      backoff.update(this.#clock.now());
+      this.#failed.set(directory, backoff);
       this.#o.log.error(
-        { driver: driverNameOf(directory), err: errorMessage(err) },
+        { driver: driverNameOf(directory), err: errorMessage(err), retryAfterMs: backoff.durationMs },
         "error creating Flexvolume plugin from directory, skipping",
       );
-      // A driver that no longer initialises is not kept with its old capabilities.
-      if (!this.#known.delete(directory)) return undefined;
-      return { op: "remove", pluginName: driverNameOf(directory) };
+      return undefined;
     }
   }
 
-  #watchRoot(): void {
-    this.#watch("", this.#o.pluginDir, (name) => {
+  /** Undefined when watching; else why not. */
+  #watchRoot(): string | undefined {
+    return this.#watch("", this.#o.pluginDir, (name) => {
       if (name && !name.startsWith(".")) this.#dirty.add(name);
     });
   }
 
+  /** A driver directory that cannot be watched is still probed on the plugin directory's events. */
   #watchDriver(directory: string): void {
     if (this.#watchers.has(directory)) return;
-    this.#watch(directory, join(this.#o.pluginDir, directory), (name) => {
+    const err = this.#watch(directory, join(this.#o.pluginDir, directory), (name) => {
       if (!name?.startsWith(".")) this.#dirty.add(directory);
     });
+    if (err !== undefined) {
+      this.#o.log.error(
+        { driver: driverNameOf(directory), err },
+        "cannot watch the FlexVolume driver directory",
+      );
+    }
   }
 
   #unwatch(directory: string): void {
@@ -137,10 +182,13 @@ export class FlexVolumeProber implements DynamicPluginProber {
     this.#watchers.delete(directory);
   }
 
-  /** Watches `path` under `key` ("" for the plugin directory); a watch that errors (path deleted) ends. */
-  #watch(key: string, path: string, onChange: (name: string | null) => void): void {
+  /**
+   * Watches `path` under `key` ("" for the plugin directory); a watch that errors (path deleted) ends
+   * and marks the driver for a look. Returns why the watch could not be set up, if it could not.
+   */
+  #watch(key: string, path: string, onChange: (name: string | null) => void): string | undefined {
     try {
-      const watcher = watch(path, { persistent: false }, (_event, name) => {
+      const watcher = (this.#o.watch ?? watch)(path, { persistent: false }, (_event, name) => {
         onChange(name);
       });
       watcher.on("error", () => {
@@ -148,9 +196,9 @@ export class FlexVolumeProber implements DynamicPluginProber {
         if (key !== "") this.#dirty.add(key);
       });
       this.#watchers.set(key, watcher);
+      return undefined;
     } catch (err) {
-      this.#o.log.error({ path, err: errorMessage(err) }, "cannot watch the FlexVolume plugin directory");
-      if (key !== "") this.#dirty.add(key);
+      return errorMessage(err);
     }
   }
 }

@@ -1,4 +1,4 @@
-import type { V1PersistentVolume, V1Pod } from "@kubernetes/client-node";
+import type { V1Pod } from "@kubernetes/client-node";
 import type {
   DeletableVolumePlugin,
   Deleter,
@@ -9,14 +9,7 @@ import type {
   RecycleEventRecorder,
   VolumeSpec,
 } from "../plugin.js";
-import {
-  newRecyclerPodTemplate,
-  RECYCLER_START_GRACE_MS,
-  recycleVolumeByWatchingPodUntilCompletion,
-  recyclerTimeoutSeconds,
-  validateRecyclerPodTemplate,
-  type RecyclerPodApi,
-} from "../recycler.js";
+import { PodRecycler, type RecyclerPodApi } from "../recycler.js";
 import { HostPathDeleter } from "./deleter.js";
 import { HostPathProvisioner } from "./provisioner.js";
 
@@ -57,13 +50,18 @@ export class HostPathPlugin
   readonly supportsMountOptions = false;
   readonly #options: HostPathPluginOptions;
   readonly #baseDir: string;
-  readonly #template: V1Pod;
+  readonly #recycler: PodRecycler;
 
   constructor(options: HostPathPluginOptions) {
     this.#options = options;
     this.#baseDir = options.baseDir ?? HOST_PATH_BASE_DIR;
-    this.#template = options.recyclerPodTemplate ?? newRecyclerPodTemplate();
-    validateRecyclerPodTemplate(this.#template);
+    this.#recycler = new PodRecycler({
+      pods: options.pods,
+      minimumTimeoutSeconds: options.recyclerMinimumTimeoutSeconds ?? 60,
+      timeoutIncrementSeconds: options.recyclerTimeoutIncrementSeconds ?? 30,
+      podTemplate: options.recyclerPodTemplate,
+      pollIntervalMs: options.recyclerPollIntervalMs,
+    });
   }
 
   canSupport(spec: VolumeSpec): boolean {
@@ -92,27 +90,6 @@ export class HostPathPlugin
     const pv = spec.persistentVolume;
     const path = pv?.spec?.hostPath?.path;
     if (!pv || path === undefined) throw new Error("spec.persistentVolume.spec.hostPath is not set");
-    const pod = this.#recyclerPod(pv, path);
-    const timeoutMs = (pod.spec?.activeDeadlineSeconds ?? 0) * 1000 + RECYCLER_START_GRACE_MS;
-    await recycleVolumeByWatchingPodUntilCompletion(pvName, pod, this.#options.pods, recorder, {
-      timeoutMs,
-      intervalMs: this.#options.recyclerPollIntervalMs,
-      ...(signal && { signal }),
-    });
-  }
-
-  /** The template with the PV's directory as its first volume and a deadline sized to the PV. */
-  #recyclerPod(pv: V1PersistentVolume, path: string): V1Pod {
-    const pod = structuredClone(this.#template);
-    const spec = pod.spec ?? { containers: [] };
-    const [first, ...rest] = spec.volumes ?? [];
-    spec.volumes = [{ name: first?.name ?? "vol", hostPath: { path } }, ...rest];
-    spec.activeDeadlineSeconds = recyclerTimeoutSeconds(
-      this.#options.recyclerMinimumTimeoutSeconds ?? 60,
-      this.#options.recyclerTimeoutIncrementSeconds ?? 30,
-      pv,
-    );
-    pod.spec = spec;
-    return pod;
+    await this.#recycler.recycle(pvName, pv, { hostPath: { path } }, recorder, signal);
   }
 }
