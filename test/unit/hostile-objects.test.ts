@@ -23,6 +23,6 @@ test("hostile PVs, claims, classes, pods, nodes, VolumeAttachments and CSIDriver
         }
       });
     }),
-    { numRuns: 40, seed: 20261203 },
+    { numRuns: 25, seed: 20261203 },
   );
 });
