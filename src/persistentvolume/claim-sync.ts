@@ -1,7 +1,7 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { errorMessage } from "../runtime/api-errors.js";
 import { objectRef } from "../runtime/logger.js";
-import { compareQuantities, ZERO_QUANTITY } from "../util/quantity.js";
+import { compareQuantities, quoteQuantity, ZERO_QUANTITY } from "../util/quantity.js";
 import {
   ANN_BIND_COMPLETED,
   ANN_BOUND_BY_CONTROLLER,
@@ -241,10 +241,10 @@ export function checkVolumeSatisfyClaim(
   // Missing quantities read as zero, as upstream's zero Quantity; unparsable ones cannot be compared.
   const requestText = claim.spec?.resources?.requests?.storage;
   const request = requestText === undefined ? ZERO_QUANTITY : claimRequest(claim);
-  if (request === undefined) return `invalid storage request "${requestText ?? ""}"`;
+  if (request === undefined) return `invalid storage request ${quoteQuantity(requestText ?? "")}`;
   const capacityText = volume.spec?.capacity?.storage;
   const capacity = capacityText === undefined ? ZERO_QUANTITY : volumeCapacity(volume);
-  if (capacity === undefined) return `invalid volume capacity "${capacityText ?? ""}"`;
+  if (capacity === undefined) return `invalid volume capacity ${quoteQuantity(capacityText ?? "")}`;
   if (compareQuantities(capacity, request) < 0) return "requested PV is too small";
   if (getVolumeClass(volume) !== getClaimClass(claim)) return "storageClassName does not match";
   if (claimVAC(claim) !== volumeVAC(volume)) return "volumeAttributesClassName does not match";

@@ -16,7 +16,7 @@ import {
   volumeVAC,
   type LabelMatcher,
 } from "./pv-helpers.js";
-import { compareQuantities, type Quantity } from "../util/quantity.js";
+import { compareQuantities, quoteQuantity, type Quantity } from "../util/quantity.js";
 
 /**
  * The PV controller's volume cache and its claim matcher: upstream's index.go findBestMatchForClaim +
@@ -227,7 +227,7 @@ function visitedBefore(a: Entry, b: Entry): boolean {
 }
 
 const describe = (quantity: string | undefined): string =>
-  quantity === undefined ? "missing" : JSON.stringify(quantity);
+  quantity === undefined ? "missing" : quoteQuantity(quantity);
 
 /** An entry with a valid capacity: the only kind an available group holds. */
 type Sized = Entry & { readonly capacity: Quantity };

@@ -227,12 +227,15 @@ function parse(str: string): Quantity | string {
   return parseSlow(split, suffix);
 }
 
-const clip = (text: string): string => (text.length > 64 ? `${text.slice(0, 64)}…` : text);
+/** A quantity's text quoted for a message: an object may carry a megabyte of digits. */
+export function quoteQuantity(text: string): string {
+  return JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text);
+}
 
 /** ParseQuantity; throws upstream's error for anything it refuses. */
 export function parseQuantity(text: string): Quantity {
   const result = parse(text);
-  if (typeof result === "string") throw new Error(`quantity ${JSON.stringify(clip(text))}: ${result}`);
+  if (typeof result === "string") throw new Error(`quantity ${quoteQuantity(text)}: ${result}`);
   return result;
 }
 

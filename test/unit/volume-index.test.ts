@@ -1076,3 +1076,14 @@ describe("VolumeIndex agrees with the linear oracle", () => {
     );
   });
 });
+
+test("a megabyte capacity or request is quoted clipped in the warning and the error, not whole", () => {
+  const huge = "9".repeat(1 << 20) + "x";
+  const index = new VolumeIndex();
+  const warning = index.add(makePV("pv-huge", huge)) ?? "";
+  assert.match(warning, /has no valid spec\.capacity\.storage \("9{64}…"\)/);
+  assert.ok(warning.length < 300, `warning of ${warning.length} chars`);
+  const error = index.findBestMatch(makeClaim(huge), false).error ?? "";
+  assert.match(error, /has no valid spec\.resources\.requests\.storage \("9{64}…"\)/);
+  assert.ok(error.length < 300, `error of ${error.length} chars`);
+});
