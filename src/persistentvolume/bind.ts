@@ -7,7 +7,7 @@ import type {
 import type { EventType } from "../runtime/events/recorder.js";
 import { objectReference } from "../runtime/events/reference.js";
 import { objectRef } from "../runtime/logger.js";
-import { tryParseQuantity } from "../util/quantity.js";
+import { compareQuantities, tryParseQuantity } from "../util/quantity.js";
 import {
   ANN_BIND_COMPLETED,
   ANN_BOUND_BY_CONTROLLER,
@@ -285,5 +285,5 @@ function sameQuantity(a: string, b: string | undefined): boolean {
   if (b === undefined) return false;
   const x = tryParseQuantity(a);
   const y = tryParseQuantity(b);
-  return x !== undefined && y !== undefined ? x === y : a === b;
+  return x !== undefined && y !== undefined ? compareQuantities(x, y) === 0 : a === b;
 }

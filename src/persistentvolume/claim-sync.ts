@@ -1,6 +1,7 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { errorMessage } from "../runtime/api-errors.js";
 import { objectRef } from "../runtime/logger.js";
+import { compareQuantities, quoteQuantity, ZERO_QUANTITY } from "../util/quantity.js";
 import {
   ANN_BIND_COMPLETED,
   ANN_BOUND_BY_CONTROLLER,
@@ -239,12 +240,12 @@ export function checkVolumeSatisfyClaim(
     return `the volume is marked for deletion "${volume.metadata.name ?? ""}"`;
   // Missing quantities read as zero, as upstream's zero Quantity; unparsable ones cannot be compared.
   const requestText = claim.spec?.resources?.requests?.storage;
-  const request = requestText === undefined ? 0n : claimRequest(claim);
-  if (request === undefined) return `invalid storage request "${requestText ?? ""}"`;
+  const request = requestText === undefined ? ZERO_QUANTITY : claimRequest(claim);
+  if (request === undefined) return `invalid storage request ${quoteQuantity(requestText ?? "")}`;
   const capacityText = volume.spec?.capacity?.storage;
-  const capacity = capacityText === undefined ? 0n : volumeCapacity(volume);
-  if (capacity === undefined) return `invalid volume capacity "${capacityText ?? ""}"`;
-  if (capacity < request) return "requested PV is too small";
+  const capacity = capacityText === undefined ? ZERO_QUANTITY : volumeCapacity(volume);
+  if (capacity === undefined) return `invalid volume capacity ${quoteQuantity(capacityText ?? "")}`;
+  if (compareQuantities(capacity, request) < 0) return "requested PV is too small";
   if (getVolumeClass(volume) !== getClaimClass(claim)) return "storageClassName does not match";
   if (claimVAC(claim) !== volumeVAC(volume)) return "volumeAttributesClassName does not match";
   if (volumeModeMismatch(claim.spec, volume.spec)) return "incompatible volumeMode";

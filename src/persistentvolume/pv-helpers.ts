@@ -7,7 +7,7 @@ import type {
   V1PersistentVolumeClaimSpec,
   V1PersistentVolumeSpec,
 } from "@kubernetes/client-node";
-import { tryParseQuantity } from "../util/quantity.js";
+import { tryParseQuantity, type Quantity } from "../util/quantity.js";
 
 /**
  * Pure ports of component-helpers storage/volume (pv_helpers.go, helpers.go) and of the label and
@@ -63,13 +63,13 @@ export function volumeVAC(pv: V1PersistentVolume): string {
   return pv.spec?.volumeAttributesClassName ?? "";
 }
 
-/** spec.capacity.storage in nano-units; undefined when missing or unparsable. */
-export function volumeCapacity(pv: V1PersistentVolume): bigint | undefined {
+/** spec.capacity.storage; undefined when missing or unparsable. */
+export function volumeCapacity(pv: V1PersistentVolume): Quantity | undefined {
   return tryParseQuantity(pv.spec?.capacity?.storage);
 }
 
-/** spec.resources.requests.storage in nano-units; undefined when missing or unparsable. */
-export function claimRequest(claim: V1PersistentVolumeClaim): bigint | undefined {
+/** spec.resources.requests.storage; undefined when missing or unparsable. */
+export function claimRequest(claim: V1PersistentVolumeClaim): Quantity | undefined {
   return tryParseQuantity(claim.spec?.resources?.requests?.storage);
 }
 

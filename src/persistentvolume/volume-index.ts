@@ -16,6 +16,7 @@ import {
   volumeVAC,
   type LabelMatcher,
 } from "./pv-helpers.js";
+import { compareQuantities, quoteQuantity, type Quantity } from "../util/quantity.js";
 
 /**
  * The PV controller's volume cache and its claim matcher: upstream's index.go findBestMatchForClaim +
@@ -143,7 +144,7 @@ export class VolumeIndex {
     for (const entry of this.#byClaimRef.get(query.key) ?? []) {
       const { pv, capacity, modes } = entry;
       if ((modes & query.modes) !== query.modes || !isVolumeBoundToClaim(pv, claim)) continue;
-      if (capacity === undefined || capacity < query.request) continue;
+      if (capacity === undefined || compareQuantities(capacity, query.request) < 0) continue;
       if (volumeModeOf(pv.spec) !== query.volumeMode || volumeVAC(pv) !== query.vac) continue;
       if (pv.metadata?.deletionTimestamp != null) continue;
       if (!best || visitedBefore(entry, best)) best = entry;
@@ -161,7 +162,7 @@ interface Entry {
   readonly pv: V1PersistentVolume;
   readonly name: string;
   /** Undefined when missing or unparsable: such a PV never matches. */
-  readonly capacity: bigint | undefined;
+  readonly capacity: Quantity | undefined;
   readonly modes: number;
   /** The available group holding this PV, if it is Available, unbound and not being deleted. */
   readonly group: CapacityOrder | undefined;
@@ -171,7 +172,7 @@ interface Entry {
 /** What FindMatchingVolume reads from a claim, validated once per lookup. */
 interface ClaimQuery {
   readonly key: string;
-  readonly request: bigint;
+  readonly request: Quantity;
   readonly modes: number;
   readonly storageClass: string;
   readonly volumeMode: string;
@@ -226,15 +227,16 @@ function visitedBefore(a: Entry, b: Entry): boolean {
 }
 
 const describe = (quantity: string | undefined): string =>
-  quantity === undefined ? "missing" : JSON.stringify(quantity);
+  quantity === undefined ? "missing" : quoteQuantity(quantity);
 
 /** An entry with a valid capacity: the only kind an available group holds. */
-type Sized = Entry & { readonly capacity: bigint };
+type Sized = Entry & { readonly capacity: Quantity };
 const isSized = (entry: Entry): entry is Sized => entry.capacity !== undefined;
 
 /** (capacity, name) ascending; names are unique, so this is a total order. */
 function compare(a: Sized, b: Sized): number {
-  if (a.capacity !== b.capacity) return a.capacity < b.capacity ? -1 : 1;
+  const byCapacity = compareQuantities(a.capacity, b.capacity);
+  if (byCapacity !== 0) return byCapacity;
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
@@ -284,11 +286,13 @@ class CapacityOrder {
   }
 
   /** The smallest entry with capacity ≥ min that `accept` takes. */
-  first(min: bigint, accept: (entry: Entry) => boolean): Entry | undefined {
+  first(min: Quantity, accept: (entry: Entry) => boolean): Entry | undefined {
     const chunks = this.#chunks;
-    let c = lowerBound(chunks, (chunk) => (chunk.at(-1)?.capacity ?? min) >= min);
+    const fits = (x: Sized | undefined): boolean =>
+      x === undefined || compareQuantities(x.capacity, min) >= 0;
+    let c = lowerBound(chunks, (chunk) => fits(chunk.at(-1)));
     const start = chunks[c];
-    let i = start ? lowerBound(start, (x) => x.capacity >= min) : 0;
+    let i = start ? lowerBound(start, fits) : 0;
     for (; c < chunks.length; c++, i = 0) {
       const chunk = chunks[c] ?? [];
       for (; i < chunk.length; i++) {

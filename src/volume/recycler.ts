@@ -1,7 +1,7 @@
 import type { CoreV1Api, V1PersistentVolume, V1Pod, V1Volume } from "@kubernetes/client-node";
 import { errorMessage, isAlreadyExists, isNotFound } from "../runtime/api-errors.js";
 import { waitFor } from "../util/wait.js";
-import { tryParseQuantity } from "../util/quantity.js";
+import { quantityValue, tryParseQuantity, ZERO_QUANTITY } from "../util/quantity.js";
 import type { RecycleEventRecorder } from "./plugin.js";
 
 /** The pod API a recycler needs; CoreV1Api in production, a fake in tests. */
@@ -43,7 +43,6 @@ export function validateRecyclerPodTemplate(pod: V1Pod): void {
 }
 
 const GI = 1n << 30n;
-const NANO_PER_UNIT = 1_000_000_000n;
 
 /**
  * Upstream CalculateTimeoutForVolume: increment × whole Gi of capacity, but at least the minimum
@@ -54,8 +53,7 @@ export function recyclerTimeoutSeconds(
   incrementSeconds: number,
   pv: V1PersistentVolume,
 ): number {
-  const nano = tryParseQuantity(pv.spec?.capacity?.storage) ?? 0n;
-  const bytes = nano / NANO_PER_UNIT + (nano % NANO_PER_UNIT > 0n ? 1n : 0n); // Quantity.Value rounds up
+  const bytes = quantityValue(tryParseQuantity(pv.spec?.capacity?.storage) ?? ZERO_QUANTITY);
   return Math.max(minimumSeconds, Number(bytes / GI) * incrementSeconds);
 }
 

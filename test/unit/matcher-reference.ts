@@ -1,4 +1,5 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import { compareQuantities, ZERO_QUANTITY, type Quantity } from "../../src/util/quantity.js";
 import {
   accessModesKey,
   claimRequest,
@@ -56,8 +57,8 @@ export function bucketByAccessModes(volumes: Iterable<V1PersistentVolume>): Acce
 }
 
 /** Go holds quantities parsed; memoizing keeps the benchmark's linear baseline from timing the parser. */
-const capacities = new WeakMap<V1PersistentVolume, bigint | undefined>();
-function capacityOf(pv: V1PersistentVolume): bigint | undefined {
+const capacities = new WeakMap<V1PersistentVolume, Quantity | undefined>();
+function capacityOf(pv: V1PersistentVolume): Quantity | undefined {
   if (!capacities.has(pv)) capacities.set(pv, volumeCapacity(pv));
   return capacities.get(pv);
 }
@@ -68,16 +69,16 @@ function findMatchingVolume(
   claim: V1PersistentVolumeClaim,
   volumes: readonly V1PersistentVolume[],
   delayBinding: boolean,
-  request: bigint,
+  request: Quantity,
   selector: LabelMatcher,
 ): V1PersistentVolume | undefined {
   let smallest: V1PersistentVolume | undefined;
-  let smallestCapacity = 0n;
+  let smallestCapacity = ZERO_QUANTITY;
   const requestedClass = getClaimClass(claim);
   for (const volume of volumes) {
     if (volume.spec?.claimRef != null && !isVolumeBoundToClaim(volume, claim)) continue;
     const capacity = capacityOf(volume);
-    if (capacity === undefined || capacity < request) continue;
+    if (capacity === undefined || compareQuantities(capacity, request) < 0) continue;
     if (volumeModeMismatch(claim.spec, volume.spec)) continue;
     if ((claim.spec?.volumeAttributesClassName ?? "") !== (volume.spec?.volumeAttributesClassName ?? ""))
       continue;
@@ -87,7 +88,7 @@ function findMatchingVolume(
     if (volume.status?.phase !== "Available") continue;
     if (!selector(volume.metadata?.labels)) continue;
     if (getVolumeClass(volume) !== requestedClass) continue;
-    if (smallest === undefined || smallestCapacity > capacity) {
+    if (smallest === undefined || compareQuantities(smallestCapacity, capacity) > 0) {
       smallest = volume;
       smallestCapacity = capacity;
     }

@@ -26,6 +26,7 @@ import {
   type LabelMatcher,
 } from "../../src/persistentvolume/pv-helpers.js";
 import { VolumeIndex, type MatchResult } from "../../src/persistentvolume/volume-index.js";
+import { compareQuantities, ZERO_QUANTITY } from "../../src/util/quantity.js";
 import { bucketByAccessModes, findBestMatchLinear } from "./matcher-reference.js";
 
 const RWO = "ReadWriteOnce";
@@ -263,7 +264,9 @@ describe("index_test.go", () => {
     const bucket = (key: string): (string | undefined)[] =>
       volumes
         .filter((pv) => accessModesKey(pv.spec?.accessModes) === key)
-        .sort((a, b) => Number((volumeCapacity(a) ?? 0n) - (volumeCapacity(b) ?? 0n)))
+        .sort((a, b) =>
+          compareQuantities(volumeCapacity(a) ?? ZERO_QUANTITY, volumeCapacity(b) ?? ZERO_QUANTITY),
+        )
         .map((pv) => pv.metadata?.uid);
     assert.deepEqual(bucket("RWO,ROX").slice(0, 3), ["gce-pd-1", "gce-pd-5", "gce-pd-10"]);
     assert.deepEqual(bucket("RWO,ROX,RWX"), [
@@ -980,7 +983,7 @@ describe("VolumeIndex agrees with the linear oracle", () => {
     }
     assert.equal(accessModesKey(other.spec?.accessModes), accessModesKey(ours.volume.spec?.accessModes));
     if (isVolumeBoundToClaim(ours.volume, claim)) assert.ok(isVolumeBoundToClaim(other, claim));
-    else assert.equal(volumeCapacity(other), volumeCapacity(ours.volume));
+    else assert.deepEqual(volumeCapacity(other), volumeCapacity(ours.volume));
   }
 
   test("random PV sets, adds, replacements and deletes, random claims", () => {
@@ -1072,4 +1075,15 @@ describe("VolumeIndex agrees with the linear oracle", () => {
       { numRuns: 3, endOnFailure: true },
     );
   });
+});
+
+test("a megabyte capacity or request is quoted clipped in the warning and the error, not whole", () => {
+  const huge = "9".repeat(1 << 20) + "x";
+  const index = new VolumeIndex();
+  const warning = index.add(makePV("pv-huge", huge)) ?? "";
+  assert.match(warning, /has no valid spec\.capacity\.storage \("9{64}…"\)/);
+  assert.ok(warning.length < 300, `warning of ${warning.length} chars`);
+  const error = index.findBestMatch(makeClaim(huge), false).error ?? "";
+  assert.match(error, /has no valid spec\.resources\.requests\.storage \("9{64}…"\)/);
+  assert.ok(error.length < 300, `error of ${error.length} chars`);
 });
