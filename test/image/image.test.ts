@@ -339,20 +339,22 @@ describe("the image built from the Dockerfile", () => {
         { timeoutMs: 30_000, what: "the driver's orphaned child to report" },
       );
       assert.equal(parent, "1", "the orphan was re-parented to PID 1");
-      let state = "";
-      await waitFor(
-        async () => {
-          state = await podman(
+      const orphanState = async () =>
+        (
+          await podman(
             "exec",
             container,
             "/bin/sh",
             "-c",
-            `grep '^State:' /proc/${orphan}/status 2>/dev/null || echo gone`,
-          );
-          return state.trim() === "gone";
-        },
-        { timeoutMs: 10_000, what: `the orphan ${orphan} to be reaped (still there: ${state.trim()})` },
-      );
+            `grep '^State:' /proc/${orphan}/status || echo gone`,
+          )
+        ).trim();
+      await waitFor(async () => (await orphanState()) === "gone", {
+        timeoutMs: 10_000,
+        what: `the orphan ${orphan} to be reaped`,
+      }).catch(async (err: unknown) => {
+        throw new Error(`${String(err)}; its ${await orphanState()}`);
+      });
       const zombies = await podman(
         "exec",
         container,
