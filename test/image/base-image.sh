@@ -3,7 +3,7 @@
 # be pulled here, so that `podman build --pull=never` builds the Dockerfile users build, unchanged.
 # The stand-in is what the official image is: a minimal Debian of the tag's release (debootstrap from
 # Debian's packages) with Node (the binary the `node` dev dependency installed) and npm (from the npm
-# registry) in /usr/local. Cached: the root filesystem in ~/.cache/kube-volume-controller/image/, the
+# registry) in /usr/local. Cached: the root filesystem in ${KVC_CACHE_DIR:-~/.cache/kube-volume-controller}/image/, the
 # image in podman's storage, labelled with a stamp of its inputs. Every step writes to a temporary
 # name and renames at the end, so an interrupted run leaves nothing that a later run would trust.
 # Needs root (debootstrap), podman, runc, debootstrap; CONTAINERS_CONF defaults to the file beside.
@@ -35,12 +35,18 @@ if [ "$(podman image inspect --format '{{index .Labels "kvc.stand-in"}}' "$image
   exit 0
 fi
 
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/kube-volume-controller/image
+cache=${KVC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-volume-controller}/image
 mkdir -p "$cache"
+# debootstrap mounts /proc inside the root filesystem it builds; a killed run leaves it mounted, and
+# no removal may descend into it.
+remove() {
+  awk -v dir="$1/" 'index($2, dir) == 1 { print $2 }' /proc/mounts | sort -r | xargs -r -n1 umount -l
+  rm -rf "$1"
+}
 # Work directories of runs that were killed (an hour is far past any build).
-find "$cache" -maxdepth 1 -name 'tmp.*' -mmin +60 -exec rm -rf {} +
+for stale in $(find "$cache" -maxdepth 1 -name 'tmp.*' -mmin +60); do remove "$stale"; done
 work=$(mktemp -d "$cache/tmp.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap 'remove "$work"' EXIT
 start=$SECONDS
 
 rootfs=$cache/debian-$suite-minbase.tar
