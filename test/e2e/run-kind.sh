@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# End-to-end on kind (needs docker, kind, kubectl; not runnable on machines without a Docker engine).
+# End-to-end on kind (needs kind, kubectl, and docker or podman: KIND_EXPERIMENTAL_PROVIDER=podman
+# makes kind run its nodes with podman, and the image is then built with podman and loaded from an
+# archive; where the Dockerfile's base cannot be pulled, build its stand-in first:
+# test/image/base-image.sh, and BUILD_ARGS=--pull=never).
 # Creates a cluster whose KCM volume loops are off, builds and loads the image, deploys manifests/,
 # installs the CSI hostpath driver (attachRequired=true) for the attach scenario, and runs the same
 # scenario suite the embedded integration test runs. KEEP=1 keeps the cluster.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cluster=${CLUSTER:-kvc-e2e}
-image=kube-volume-controller:e2e
+# Fully qualified: podman would otherwise name it localhost/..., which the manifest's name is not.
+image=docker.io/library/kube-volume-controller:e2e
+engine=docker
+[ "${KIND_EXPERIMENTAL_PROVIDER:-}" = podman ] && engine=podman
 csi_version=${CSI_HOSTPATH_VERSION:-v1.15.0}
 
 kind create cluster --name "$cluster" --config test/e2e/kind-config.yaml
@@ -15,12 +21,20 @@ kubeconfig=$(mktemp)
 kind get kubeconfig --name "$cluster" >"$kubeconfig"
 export KUBECONFIG=$kubeconfig
 
-docker build -t "$image" .
-kind load docker-image "$image" --name "$cluster"
-sed "s|image: kube-volume-controller:latest|image: $image|" manifests/deployment.yaml >"$kubeconfig.deployment.yaml"
+# shellcheck disable=SC2086 # BUILD_ARGS is a list of flags
+$engine build ${BUILD_ARGS:-} -t "$image" .
+if [ "$engine" = podman ]; then
+  # `kind load docker-image` needs a Docker engine; an archive loads into any provider's nodes.
+  podman save --format=docker-archive -o "$kubeconfig.image.tar" "$image"
+  kind load image-archive "$kubeconfig.image.tar" --name "$cluster"
+else
+  kind load docker-image "$image" --name "$cluster"
+fi
+sed "s|image: kube-volume-controller:[^ ]*|image: $image|" manifests/deployment.yaml >"$kubeconfig.deployment.yaml"
 kubectl apply -f manifests/namespace.yaml
 kubectl apply -f manifests/serviceaccount.yaml -f manifests/clusterroles.yaml -f manifests/clusterrolebindings.yaml \
-  -f manifests/leader-election-rbac.yaml -f "$kubeconfig.deployment.yaml"
+  -f manifests/leader-election-rbac.yaml -f manifests/poddisruptionbudget.yaml -f manifests/networkpolicy.yaml \
+  -f "$kubeconfig.deployment.yaml"
 kubectl -n kube-volume-controller rollout status deploy/kube-volume-controller --timeout=180s
 
 # The CSI hostpath driver (external-attacher included) and its StorageClass csi-hostpath-sc.

@@ -38,6 +38,8 @@ describe("manifests/ on the real apiserver", () => {
       "ClusterRoleBinding",
       "Deployment",
       "Namespace",
+      "NetworkPolicy",
+      "PodDisruptionBudget",
       "Role",
       "RoleBinding",
       "ServiceAccount",

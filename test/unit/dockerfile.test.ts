@@ -4,16 +4,31 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:f
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { imageEntrypoint } from "../support/image.js";
+import { dockerfileEntrypoint, imageEntrypoint } from "../support/image.js";
 
 // No Docker engine runs here: check what can be checked without one.
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { bin: { kvc: string } };
+const nodeVersion = (
+  JSON.parse(readFileSync(join(root, "node_modules/node/package.json"), "utf8")) as { version: string }
+).version;
 
-test("both stages run Node 24 LTS; the runtime is non-root with a kvc run entrypoint", () => {
+test("both stages run the exact Node 24 release the tests run, on an exact Debian release", () => {
   const froms = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
-  assert.deepEqual(froms, ["node:24-slim", "node:24-slim"]);
+  assert.match(nodeVersion, /^24\./);
+  assert.deepEqual(froms, [`node:${nodeVersion}-trixie-slim`, `node:${nodeVersion}-trixie-slim`]);
+});
+
+test("PID 1 is Debian's tini, running node: it reaps orphaned driver children and forwards signals", () => {
+  assert.match(dockerfile, /apt-get install -y --no-install-recommends tini\b/);
+  assert.match(dockerfile, /^COPY --from=build \/usr\/bin\/tini-static \/usr\/bin\/tini$/m);
+  const entrypoint = dockerfileEntrypoint();
+  assert.deepEqual(entrypoint.slice(0, 2), ["/usr/bin/tini", "--"]);
+  assert.equal(entrypoint[2], "node");
+});
+
+test("the runtime is non-root with a kvc run entrypoint", () => {
   assert.match(dockerfile, /^USER 65532:65532$/m);
   assert.match(dockerfile, /npm prune --omit=dev/);
   const entrypoint = imageEntrypoint();
