@@ -192,7 +192,7 @@ export class ConformanceRunner {
     const run: Run = {
       ns: `c${++this.#seq}`,
       identities: new Map(),
-      dirty: true,
+      dirty: false, // the previous scenario's cleanup waited until its objects were gone
       handover: undefined,
       windows: [],
     };
@@ -223,9 +223,12 @@ export class ConformanceRunner {
     const { ns } = run;
     if ("create" in step) {
       const tiers = Map.groupBy(step.create, (o) => TIER[o.kind ?? ""] ?? 2);
+      let previous: KubernetesObject[] = [];
       for (const tier of [...tiers.keys()].sort()) {
-        await this.#settle(run);
-        for (const obj of tiers.get(tier)!) {
+        if (previous.every((o) => o.kind === "PersistentVolume")) await this.#initialised(previous);
+        else await this.#settle(run);
+        previous = tiers.get(tier)!;
+        for (const obj of previous) {
           const body = structuredClone(obj) as KubernetesObject & {
             spec?: { claimRef?: { namespace?: string } };
           };
@@ -321,6 +324,23 @@ export class ConformanceRunner {
       run.handover = await WriteLog.open(this.#cp.kubeConfig(), watchedCollections(ns));
       await this.#switchTo(step.switchTo);
     }
+  }
+
+  /**
+   * Waits until the binder has given each PV a phase: it read the PV from the cache it matches claims
+   * against, so a claim created next finds it there (cheaper than a settle, and exact).
+   */
+  async #initialised(pvs: KubernetesObject[]): Promise<void> {
+    await waitFor(
+      async () => {
+        for (const p of pvs) {
+          const phase = (await this.#core.readPersistentVolume({ name: p.metadata!.name! })).status?.phase;
+          if (phase === undefined || phase === "Pending") return false;
+        }
+        return true;
+      },
+      { timeoutMs: 30_000, what: `${this.#impl}: the new PVs to be initialised` },
+    );
   }
 
   /** Names the UID of an object the scenario created, by kind and name (and creation count). */
