@@ -507,20 +507,21 @@ export class ConformanceRunner {
       ...(await this.#core.listNamespacedPod({ namespace: ns })).items,
       ...(await this.#core.listNamespacedPod({ namespace: "default" })).items,
     ];
-    for (const pod of await pods()) await stripAndDelete({ ...pod, apiVersion: "v1", kind: "Pod" });
-    await waitFor(async () => (await pods()).length === 0, { timeoutMs: 30_000, what: "pods gone" });
+    // PVs first: a claim deleted while its PV exists releases the PV, and a Recycle PV would get a
+    // recycler pod after the pods were cleaned up (in one implementation or the other, by timing).
     const all = [
+      ...withKind((await this.#core.listPersistentVolume()).items, "v1", "PersistentVolume"),
       ...withKind(
         (await this.#core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items,
         "v1",
         "PersistentVolumeClaim",
       ),
-      ...withKind((await this.#core.listPersistentVolume()).items, "v1", "PersistentVolume"),
       ...withKind(
         (await this.#storage.listVolumeAttachment()).items,
         "storage.k8s.io/v1",
         "VolumeAttachment",
       ),
+      ...withKind(await pods(), "v1", "Pod"),
       ...withKind((await this.#core.listNode()).items, "v1", "Node"),
       ...withKind((await this.#storage.listStorageClass()).items, "storage.k8s.io/v1", "StorageClass"),
       ...withKind((await this.#storage.listCSIDriver()).items, "storage.k8s.io/v1", "CSIDriver"),
@@ -531,6 +532,7 @@ export class ConformanceRunner {
         (await this.#core.listPersistentVolume()).items.length === 0 &&
         (await this.#core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.length === 0 &&
         (await this.#storage.listVolumeAttachment()).items.length === 0 &&
+        (await pods()).length === 0 &&
         (await this.#core.listNode()).items.length === 0,
       { timeoutMs: 30_000, what: "the scenario's objects to be gone" },
     );
