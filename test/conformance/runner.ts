@@ -6,6 +6,7 @@ import {
   setHeaderOptions,
   StorageV1Api,
   type KubernetesObject,
+  type V1PersistentVolumeList,
 } from "@kubernetes/client-node";
 import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -14,6 +15,7 @@ import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js
 import { isNotFound } from "../../src/runtime/api-errors.js";
 import { waitFor } from "../../src/util/wait.js";
 import { startKvc } from "../support/kvc-process.js";
+import { WriteLog, type Collection, type Write } from "./write-log.js";
 
 /**
  * Runs conformance scenarios against one implementation of the volume loops (upstream
@@ -34,32 +36,58 @@ export const CONTROLLERS = [
 const FLEX_FIXTURE = fileURLToPath(new URL("../fixtures/flexvolume/fake-driver.sh", import.meta.url));
 const FLAGS = ["--pvclaimbinder-sync-period=1s", "--enable-hostpath-provisioner"];
 
+/** An object a step names; namespaced ones default to the scenario's namespace. */
+export interface Ref {
+  kind: string;
+  name: string;
+  namespace?: string;
+}
+
 export type Step =
-  /** Creates objects; namespaced ones go to the scenario's namespace. */
+  /**
+   * Creates objects; namespaced ones go to the scenario's namespace. They are created in dependency
+   * order (classes, drivers, nodes and PVs; claims; pods and the rest), settled between the groups:
+   * what a controller reads from its caches is there before what makes it read.
+   */
   | { create: KubernetesObject[] }
-  | { delete: { kind: string; name: string } }
-  /** A merge patch of an object (status with `status: true`). */
-  | { patch: { kind: string; name: string; body: object; status?: boolean } }
+  /** Deletes objects (several at once: they must not depend on each other). */
+  | { delete: Ref | Ref[] }
+  /** A merge patch of an object (status with `status: true`, for claims and pods). */
+  | { patch: Ref & { body: object; status?: boolean } }
   /** Plays the kubelet: the node's volumesInUse (unique volume names), Ready condition, out-of-service taint. */
   | { kubelet: { node: string; volumesInUse?: string[]; ready?: boolean; outOfService?: boolean } }
-  /** Plays the kubelet running the PV's recycler pod (default/recycler-for-<pv>): waits for it, sets its phase. */
-  | { recyclerPod: { pv: string; phase: "Succeeded" | "Failed" } }
+  /** Plays the kubelet finishing a pod (e.g. `recycler-for-<pv>` in default): waits for it, sets its phase. */
+  | { podPhase: { name: string; namespace?: string; phase: "Succeeded" | "Failed" } }
   /** Installs test/fixtures/flexvolume/fake-driver.sh as `<directory>/<driver>` with its `.mode`. */
   | { flexDriver: { directory: string; mode: string } }
   /** Plays the CSI external-attacher: every VolumeAttachment is marked attached. */
   | { attachAll: true }
   /** Plays an external provisioner: creates a PV for the claim, bound by claimRef, as external-provisioner does. */
   | { provision: { claim: string; pv: object } }
-  /** Waits until the compared state stops changing. */
+  /** Waits until the compared state stops changing (every step is followed by this anyway). */
   | { settle: true }
   /** Stops the implementation and starts it again. */
-  | { restart: true };
+  | { restart: true }
+  /**
+   * Handover: stops the running implementation and starts this one on the same control plane. The
+   * reference runner (kube-controller-manager) restarts itself instead, so the other side of the
+   * comparison is KCM alone, restarted at the same point. The writes from the stop until the next
+   * step (or the end) are the handover's: see `Scenario.handoverWrites`.
+   */
+  | { switchTo: Implementation };
 
 export interface Scenario {
   name: string;
   steps: Step[];
   /** A deliberate difference from upstream: the scenario is run but not compared, and says why. */
   differs?: string;
+  /** The implementation running when the scenario starts (default: the runner's own). */
+  startOn?: Implementation;
+  /**
+   * The writes a handover may make (`Write` lines as the snapshot's "Handover" key shows them), on
+   * either side; default none: after a switch nothing is detached, re-bound, re-provisioned or created.
+   */
+  handoverWrites?: string[];
 }
 
 /** What is compared: the scenario's objects, normalised. */
@@ -79,7 +107,35 @@ const COMPARED_ANNOTATIONS = [
 ];
 
 interface Running {
+  impl: Implementation;
   stop(): Promise<void>;
+}
+
+/**
+ * Creation order: what controllers look up (classes, drivers, nodes) with the PVs (whose own sync
+ * reads none of it); then claims; then pods and the rest.
+ */
+const TIER: Record<string, number> = {
+  StorageClass: 0,
+  CSIDriver: 0,
+  Node: 0,
+  PersistentVolume: 0,
+  PersistentVolumeClaim: 1,
+};
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+/** One scenario's run on one control plane. */
+interface Run {
+  ns: string;
+  /** Every UID the scenario's objects had, as "<Kind> <name>" (" #2" for a namesake created later). */
+  identities: Map<string, string>;
+  /** Set by every step that may change something; cleared by a settle. */
+  dirty: boolean;
+  /** The open handover write log, if a switch happened since the last acting step. */
+  handover: WriteLog | undefined;
+  /** The writes of each closed handover window, rendered. */
+  windows: string[][];
 }
 
 export class ConformanceRunner {
@@ -101,7 +157,7 @@ export class ConformanceRunner {
     this.#core = kc.makeApiClient(CoreV1Api);
     this.#storage = kc.makeApiClient(StorageV1Api);
     this.#objects = KubernetesObjectApi.makeApiClient(kc);
-    this.#running = await this.#startImplementation();
+    this.#running = await this.#startImplementation(this.#impl);
   }
 
   async stop(): Promise<void> {
@@ -114,13 +170,13 @@ export class ConformanceRunner {
     return `${this.#cp.dir}/flexvolume`;
   }
 
-  async #startImplementation(): Promise<Running> {
-    if (this.#impl === "kube-controller-manager") {
+  async #startImplementation(impl: Implementation): Promise<Running> {
+    if (impl === "kube-controller-manager") {
       const kcm = await this.#cp.startKubeControllerManager({
         controllers: CONTROLLERS,
         args: [...FLAGS, `--flex-volume-plugin-dir=${this.#flexDir}`],
       });
-      return { stop: () => kcm.stop() };
+      return { impl, stop: () => kcm.stop() };
     }
     const kvc = await startKvc(this.#cp.kubeconfigPath, [
       "--leader-elect=false",
@@ -130,6 +186,7 @@ export class ConformanceRunner {
     ]);
     await kvc.ready();
     return {
+      impl,
       stop: async () => {
         kvc.child.kill("SIGTERM");
         await kvc.exited;
@@ -137,60 +194,82 @@ export class ConformanceRunner {
     };
   }
 
+  /** Stops what runs and starts `impl` (the reference runner only ever runs KCM). */
+  async #switchTo(impl: Implementation): Promise<void> {
+    await this.#running?.stop();
+    this.#running = undefined;
+    this.#running = await this.#startImplementation(this.#impl === "kvc" ? impl : this.#impl);
+  }
+
   /** Runs the scenario and returns its settled, normalised outcome; cleans up after it. */
   async run(scenario: Scenario): Promise<Snapshot> {
-    const ns = `c${++this.#seq}`;
-    await this.#core.createNamespace({ body: { metadata: { name: ns } } });
+    const run: Run = {
+      ns: `c${++this.#seq}`,
+      identities: new Map(),
+      dirty: false, // the previous scenario's cleanup waited until its objects were gone
+      handover: undefined,
+      windows: [],
+    };
+    if (this.#impl === "kvc" && scenario.startOn && scenario.startOn !== this.#running?.impl)
+      await this.#switchTo(scenario.startOn);
+    await this.#core.createNamespace({ body: { metadata: { name: run.ns } } });
     try {
-      for (const step of scenario.steps) await this.#step(step, ns);
-      await this.#settle(ns);
-      return await this.#snapshot(ns);
+      for (const step of scenario.steps) {
+        // Every step starts from a settled state: no outcome depends on which informer event lands first.
+        await this.#settle(run);
+        if (!("settle" in step || "switchTo" in step)) await this.#closeHandover(run);
+        await this.#step(step, run);
+        run.dirty = true;
+      }
+      await this.#settle(run);
+      await this.#closeHandover(run);
+      const snapshot = await this.#snapshot(run);
+      if (run.windows.length) snapshot.Handover = run.windows;
+      return snapshot;
     } finally {
-      await this.#cleanup(ns);
+      await run.handover?.close().catch(() => undefined);
+      await this.#cleanup(run.ns);
+      if (this.#running?.impl !== this.#impl) await this.#switchTo(this.#impl);
     }
   }
 
-  async #step(step: Step, ns: string): Promise<void> {
+  async #step(step: Step, run: Run): Promise<void> {
+    const { ns } = run;
     if ("create" in step) {
-      // PVs first, each until its controller has initialised it (Pending → Available or Bound): a claim
-      // racing a PV created a moment before it is decided by scheduling in either implementation.
-      const pvs = step.create.filter((o) => o.kind === "PersistentVolume");
-      const ordered = [...pvs, ...step.create.filter((o) => o.kind !== "PersistentVolume")];
-      for (const [i, obj] of ordered.entries()) {
-        if (i === pvs.length && pvs.length > 0) {
-          await waitFor(
-            async () => {
-              const phases = await Promise.all(
-                pvs.map(
-                  async (p) =>
-                    (await this.#core.readPersistentVolume({ name: p.metadata!.name! })).status?.phase,
-                ),
-              );
-              return phases.every((ph) => ph !== undefined && ph !== "Pending");
-            },
-            { timeoutMs: 30_000, what: `${this.#impl}: the new PVs to be initialised` },
-          );
+      const tiers = Map.groupBy(step.create, (o) => TIER[o.kind ?? ""] ?? 2);
+      let previous: KubernetesObject[] = [];
+      for (const tier of [...tiers.keys()].sort()) {
+        if (previous.every((o) => o.kind === "PersistentVolume")) await this.#initialised(previous);
+        else await this.#settle(run);
+        previous = tiers.get(tier)!;
+        for (const obj of previous) {
+          const body = structuredClone(obj) as KubernetesObject & {
+            spec?: { claimRef?: { namespace?: string } };
+          };
+          if (isNamespaced(body.kind)) body.metadata = { ...body.metadata, namespace: ns };
+          if (body.spec?.claimRef?.namespace === "NS") body.spec.claimRef.namespace = ns;
+          this.#identify(run, await this.#objects.create(body), body.kind);
         }
-        const body = structuredClone(obj) as KubernetesObject & {
-          spec?: { claimRef?: { namespace?: string } };
-        };
-        if (isNamespaced(body.kind)) body.metadata = { ...body.metadata, namespace: ns };
-        if (body.spec?.claimRef?.namespace === "NS") body.spec.claimRef.namespace = ns;
-        await this.#objects.create(body);
+        run.dirty = true;
       }
     } else if ("delete" in step) {
-      const { kind, name } = step.delete;
-      await this.#objects.delete(ref(kind, name, ns), undefined, undefined, 0);
+      for (const r of [step.delete].flat()) await this.#objects.delete(ref(r, ns), undefined, undefined, 0);
     } else if ("patch" in step) {
-      const { kind, name, body, status } = step.patch;
+      const { body, status } = step.patch;
+      const { kind, metadata } = ref(step.patch, ns);
       if (status && kind === "PersistentVolumeClaim") {
         await this.#core.patchNamespacedPersistentVolumeClaimStatus(
-          { namespace: ns, name, body },
+          { namespace: metadata!.namespace!, name: metadata!.name!, body },
+          mergePatch,
+        );
+      } else if (status && kind === "Pod") {
+        await this.#core.patchNamespacedPodStatus(
+          { namespace: metadata!.namespace!, name: metadata!.name!, body },
           mergePatch,
         );
       } else {
         await this.#objects.patch(
-          { ...ref(kind, name, ns), ...body },
+          { ...ref(step.patch, ns), ...body },
           undefined,
           undefined,
           undefined,
@@ -215,21 +294,15 @@ export class ConformanceRunner {
           : null;
         await this.#core.patchNode({ name: node, body: { spec: { taints } } }, mergePatch);
       }
-    } else if ("recyclerPod" in step) {
-      const name = `recycler-for-${step.recyclerPod.pv}`;
-      await waitFor(
-        () =>
-          this.#core.readNamespacedPod({ namespace: "default", name }).then(
-            () => true,
-            (err: unknown) => {
-              if (isNotFound(err)) return false;
-              throw err;
-            },
-          ),
-        { timeoutMs: 60_000, what: `${this.#impl}: recycler pod ${name}` },
-      );
+    } else if ("podPhase" in step) {
+      const { metadata } = ref({ ...step.podPhase, kind: "Pod" }, ns);
+      const [namespace, name] = [metadata!.namespace!, metadata!.name!];
+      await waitFor(() => this.#core.readNamespacedPod({ namespace, name }), {
+        timeoutMs: 30_000,
+        what: `${this.#impl}: pod ${namespace}/${name} to exist`,
+      });
       await this.#core.patchNamespacedPodStatus(
-        { namespace: "default", name, body: { status: { phase: step.recyclerPod.phase } } },
+        { namespace, name, body: { status: { phase: step.podPhase.phase } } },
         mergePatch,
       );
     } else if ("flexDriver" in step) {
@@ -240,7 +313,6 @@ export class ConformanceRunner {
       // Executable last: the prober looks at the driver when its executable appears.
       await copyFile(FLEX_FIXTURE, join(driverDir, directory.slice(directory.indexOf("~") + 1)));
     } else if ("attachAll" in step) {
-      await this.#settle(ns);
       for (const va of (await this.#storage.listVolumeAttachment()).items) {
         if (va.status?.attached) continue;
         await this.#storage.patchVolumeAttachmentStatus(
@@ -249,36 +321,82 @@ export class ConformanceRunner {
         );
       }
     } else if ("provision" in step) {
-      await this.#settle(ns);
       const pvc = await this.#core.readNamespacedPersistentVolumeClaim({
         namespace: ns,
         name: step.provision.claim,
       });
-      await this.#core.createPersistentVolume({
-        body: {
-          ...step.provision.pv,
-          spec: {
-            ...((step.provision.pv as { spec?: object }).spec ?? {}),
-            claimRef: { namespace: ns, name: step.provision.claim, uid: pvc.metadata!.uid! },
+      this.#identify(
+        run,
+        await this.#core.createPersistentVolume({
+          body: {
+            ...step.provision.pv,
+            spec: {
+              ...((step.provision.pv as { spec?: object }).spec ?? {}),
+              claimRef: { namespace: ns, name: step.provision.claim, uid: pvc.metadata!.uid! },
+            },
           },
-        },
-      });
-    } else if ("settle" in step) {
-      await this.#settle(ns);
-    } else {
-      await this.#settle(ns);
-      await this.#running?.stop();
-      this.#running = await this.#startImplementation();
+        }),
+        "PersistentVolume",
+      );
+    } else if ("restart" in step) {
+      await this.#switchTo(this.#running?.impl ?? this.#impl);
+    } else if ("switchTo" in step) {
+      await this.#closeHandover(run);
+      run.handover = await WriteLog.open(this.#cp.kubeConfig(), watchedCollections(ns));
+      await this.#switchTo(step.switchTo);
     }
   }
 
+  /**
+   * Waits until the binder has given each PV a phase: it read the PV from the cache it matches claims
+   * against, so a claim created next finds it there (cheaper than a settle, and exact).
+   */
+  async #initialised(pvs: KubernetesObject[]): Promise<void> {
+    await waitFor(
+      async () => {
+        for (const p of pvs) {
+          const phase = (await this.#core.readPersistentVolume({ name: p.metadata!.name! })).status?.phase;
+          if (phase === undefined || phase === "Pending") return false;
+        }
+        return true;
+      },
+      { timeoutMs: 30_000, what: `${this.#impl}: the new PVs to be initialised` },
+    );
+  }
+
+  /** Names the UID of an object the scenario created, by kind and name (and creation count). */
+  #identify(run: Run, obj: KubernetesObject, kind = obj.kind ?? ""): void {
+    const base = `${kind} ${obj.metadata?.name ?? ""}`;
+    const namesakes = [...run.identities.values()].filter((v) => v === base || v.startsWith(`${base} #`));
+    run.identities.set(obj.metadata!.uid!, namesakes.length ? `${base} #${namesakes.length + 1}` : base);
+  }
+
+  /** Ends a handover window: its writes, normalised, become one entry of the snapshot's "Handover". */
+  async #closeHandover(run: Run): Promise<void> {
+    if (!run.handover) return;
+    const writes = await run.handover.close();
+    run.handover = undefined;
+    const normalise = normaliser(run.ns, run.identities, await this.#core.listPersistentVolume());
+    // Each collection has its own watch: only the order of one object's writes means anything.
+    const byObject = (w: Write) => `${w.kind} ${w.name}`;
+    run.windows.push(
+      writes
+        .toSorted((a, b) => byObject(a).localeCompare(byObject(b)))
+        .map(
+          (w) =>
+            `${w.kind} ${normalise(w.name)} ${w.type}${w.fields.length ? ` (${w.fields.join(", ")})` : ""}`,
+        ),
+    );
+  }
+
   /** Waits until the snapshot is unchanged for 3 s (both loops sync every second). */
-  async #settle(ns: string): Promise<void> {
+  async #settle(run: Run): Promise<void> {
+    if (!run.dirty) return;
     let last = "";
     let stableSince = Date.now();
     await waitFor(
       async () => {
-        const now = JSON.stringify(await this.#snapshot(ns));
+        const now = JSON.stringify(await this.#snapshot(run));
         if (now !== last) {
           last = now;
           stableSince = Date.now();
@@ -287,14 +405,18 @@ export class ConformanceRunner {
       },
       { timeoutMs: 90_000, intervalMs: 250, what: `${this.#impl}: the scenario to settle` },
     );
+    run.dirty = false;
   }
 
-  async #snapshot(ns: string): Promise<Snapshot> {
-    const [pvs, pvcs, vas, nodes, events] = await Promise.all([
+  async #snapshot(run: Run): Promise<Snapshot> {
+    const { ns } = run;
+    const [pvs, pvcs, vas, nodes, pods, recyclers, events] = await Promise.all([
       this.#core.listPersistentVolume(),
       this.#core.listNamespacedPersistentVolumeClaim({ namespace: ns }),
       this.#storage.listVolumeAttachment(),
       this.#core.listNode(),
+      this.#core.listNamespacedPod({ namespace: ns }),
+      this.#core.listNamespacedPod({ namespace: "default" }),
       this.#core
         .listNamespacedEvent({ namespace: ns })
         .then(async (l) => [
@@ -302,69 +424,79 @@ export class ConformanceRunner {
           ...(await this.#core.listNamespacedEvent({ namespace: "default" })).items,
         ]),
     ]);
-    // Provisioned PVs are named pvc-<claim UID>: name them by their claim instead.
-    // (Their claim may be gone: the PV's own claimRef names it too.)
-    const claimByUID = new Map(pvcs.items.map((c) => [c.metadata?.uid ?? "", c.metadata?.name ?? ""]));
-    for (const pv of pvs.items) {
-      const ref = pv.spec?.claimRef;
-      if (ref?.uid) claimByUID.set(ref.uid, ref.name ?? "");
-    }
-    const pvName = (name: string | undefined) => {
-      const uid = name?.startsWith("pvc-") ? name.slice(4) : undefined;
-      return uid !== undefined && claimByUID.has(uid) ? `pvc-for-${claimByUID.get(uid)}` : (name ?? "");
-    };
+    const normalise = normaliser(run.ns, run.identities, pvs);
     // By UID: cluster-scoped objects' events land in "default", where earlier scenarios' namesakes left theirs.
-    const reasons = (uid: string | undefined) =>
+    const eventsOf = (uid: string | undefined) =>
       [
         ...new Set(
-          events.filter((e: CoreV1Event) => e.involvedObject.uid === uid).map((e) => e.reason ?? ""),
+          events
+            .filter((e: CoreV1Event) => e.involvedObject.uid === uid)
+            .map((e) => `${e.type ?? ""} ${e.reason ?? ""}: ${normalise(e.message ?? "")}`),
         ),
       ].sort();
     const snapshot: Snapshot = {};
     for (const pv of pvs.items) {
-      const name = pv.metadata?.name ?? "";
-      snapshot[`PV ${pvName(name)}`] = {
+      const claimRef = pv.spec?.claimRef;
+      snapshot[`PV ${normalise(pv.metadata?.name ?? "")}`] = {
         phase: pv.status?.phase,
-        claim: pv.spec?.claimRef
-          ? `${pv.spec.claimRef.namespace === ns ? "" : pv.spec.claimRef.namespace}/${pv.spec.claimRef.name}`
+        claim: claimRef
+          ? `${claimRef.namespace === ns ? "" : claimRef.namespace}/${claimRef.name}`
           : undefined,
+        // Which claim the PV is bound to, not only its name: a namesake created later is another claim.
+        claimUID: claimRef?.uid && (run.identities.get(claimRef.uid) ?? "an unknown UID"),
         reclaim: pv.spec?.persistentVolumeReclaimPolicy,
         class: pv.spec?.storageClassName,
         capacity: pv.spec?.capacity?.storage,
         annotations: pick(pv.metadata?.annotations),
         finalizers: [...(pv.metadata?.finalizers ?? [])].sort(),
-        events: reasons(pv.metadata?.uid),
+        deleting: pv.metadata?.deletionTimestamp !== undefined,
+        events: eventsOf(pv.metadata?.uid),
       };
     }
     for (const pvc of pvcs.items) {
-      const name = pvc.metadata?.name ?? "";
-      snapshot[`PVC ${name}`] = {
+      snapshot[`PVC ${pvc.metadata?.name ?? ""}`] = {
         phase: pvc.status?.phase,
-        volume: pvc.spec?.volumeName ? pvName(pvc.spec.volumeName) : undefined,
+        volume: pvc.spec?.volumeName ? normalise(pvc.spec.volumeName) : undefined,
         class: pvc.spec?.storageClassName,
         capacity: pvc.status?.capacity?.storage,
+        conditions: (pvc.status?.conditions ?? [])
+          .map((c) => ({
+            type: c.type,
+            status: c.status,
+            reason: c.reason,
+            message: c.message && normalise(c.message),
+          }))
+          .sort((a, b) => a.type.localeCompare(b.type)),
         annotations: pick(pvc.metadata?.annotations),
         finalizers: [...(pvc.metadata?.finalizers ?? [])].sort(),
-        events: reasons(pvc.metadata?.uid),
+        deleting: pvc.metadata?.deletionTimestamp !== undefined,
+        events: eventsOf(pvc.metadata?.uid),
       };
     }
     for (const va of vas.items) {
       snapshot[`VolumeAttachment ${va.metadata?.name}`] = {
         attacher: va.spec.attacher,
         node: va.spec.nodeName,
-        pv: pvName(va.spec.source.persistentVolumeName),
+        pv: normalise(va.spec.source.persistentVolumeName ?? ""),
         inlineVolumeSpec: va.spec.source.inlineVolumeSpec,
+        attached: va.status?.attached ?? false,
         deleting: va.metadata?.deletionTimestamp !== undefined,
       };
     }
     for (const node of nodes.items) {
       snapshot[`Node ${node.metadata?.name}`] = {
-        volumesAttached: (node.status?.volumesAttached ?? []).map((v) => v.name).sort(),
+        volumesAttached: (node.status?.volumesAttached ?? []).map((v) => normalise(v.name)).sort(),
       };
     }
-    const pods = await this.#core.listNamespacedPod({ namespace: ns });
     for (const pod of pods.items)
-      snapshot[`Pod ${pod.metadata?.name}`] = { events: reasons(pod.metadata?.uid) };
+      snapshot[`Pod ${pod.metadata?.name}`] = { events: eventsOf(pod.metadata?.uid) };
+    // Recycler pods: the binder's, in "default", named recycler-for-<pv>.
+    for (const pod of recyclers.items) {
+      snapshot[`Pod default/${pod.metadata?.name}`] = {
+        phase: pod.status?.phase,
+        deleting: pod.metadata?.deletionTimestamp !== undefined,
+      };
+    }
     return snapshot;
   }
 
@@ -393,25 +525,25 @@ export class ConformanceRunner {
     };
     const withKind = <T extends KubernetesObject>(items: T[], apiVersion: string, kind: string) =>
       items.map((o) => ({ ...o, apiVersion, kind }));
-    for (const pod of (await this.#core.listNamespacedPod({ namespace: ns })).items) {
-      await stripAndDelete({ ...pod, apiVersion: "v1", kind: "Pod" });
-    }
-    await waitFor(async () => (await this.#core.listNamespacedPod({ namespace: ns })).items.length === 0, {
-      timeoutMs: 30_000,
-      what: "pods gone",
-    });
+    const pods = async () => [
+      ...(await this.#core.listNamespacedPod({ namespace: ns })).items,
+      ...(await this.#core.listNamespacedPod({ namespace: "default" })).items,
+    ];
+    // PVs first: a claim deleted while its PV exists releases the PV, and a Recycle PV would get a
+    // recycler pod after the pods were cleaned up (in one implementation or the other, by timing).
     const all = [
+      ...withKind((await this.#core.listPersistentVolume()).items, "v1", "PersistentVolume"),
       ...withKind(
         (await this.#core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items,
         "v1",
         "PersistentVolumeClaim",
       ),
-      ...withKind((await this.#core.listPersistentVolume()).items, "v1", "PersistentVolume"),
       ...withKind(
         (await this.#storage.listVolumeAttachment()).items,
         "storage.k8s.io/v1",
         "VolumeAttachment",
       ),
+      ...withKind(await pods(), "v1", "Pod"),
       ...withKind((await this.#core.listNode()).items, "v1", "Node"),
       ...withKind((await this.#storage.listStorageClass()).items, "storage.k8s.io/v1", "StorageClass"),
       ...withKind((await this.#storage.listCSIDriver()).items, "storage.k8s.io/v1", "CSIDriver"),
@@ -421,21 +553,96 @@ export class ConformanceRunner {
       async () =>
         (await this.#core.listPersistentVolume()).items.length === 0 &&
         (await this.#core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.length === 0 &&
-        (await this.#storage.listVolumeAttachment()).items.length === 0,
+        (await this.#storage.listVolumeAttachment()).items.length === 0 &&
+        (await pods()).length === 0 &&
+        (await this.#core.listNode()).items.length === 0,
       { timeoutMs: 30_000, what: "the scenario's objects to be gone" },
     );
   }
+}
+
+/**
+ * Names as both control planes give them: a provisioned PV (pvc-<claim UID>) as `pvc-for-<claim>`,
+ * a UID as the object it belongs to (`identities`), the scenario's namespace as NS, durations as
+ * <duration>.
+ */
+export function normaliser(
+  ns: string,
+  identities: ReadonlyMap<string, string>,
+  pvs: V1PersistentVolumeList,
+): (text: string) => string {
+  const claimName = new Map<string, string>();
+  for (const [uid, id] of identities)
+    if (id.startsWith("PersistentVolumeClaim "))
+      claimName.set(uid, id.slice("PersistentVolumeClaim ".length));
+  // A claim created by an external party is still named by the PV's claimRef.
+  for (const pv of pvs.items) {
+    const r = pv.spec?.claimRef;
+    if (r?.uid && !claimName.has(r.uid)) claimName.set(r.uid, r.name ?? "");
+  }
+  return (text) =>
+    text
+      .replace(/pvc-([0-9a-f-]{36})/g, (m, uid: string) =>
+        claimName.has(uid) ? `pvc-for-${claimName.get(uid)}` : m,
+      )
+      .replace(UUID, (uid) => `<${identities.get(uid) ?? "uid"}>`)
+      .replace(new RegExp(`\\b${ns}\\b`, "g"), "NS")
+      .replace(/\b\d+(\.\d+)?(ns|µs|ms|s|m|h)\b/g, "<duration>");
+}
+
+/** What a handover window watches: everything the loops write, except events. */
+function watchedCollections(ns: string): Collection[] {
+  const meta = (o: KubernetesObject) => ({
+    annotations: pick(o.metadata?.annotations),
+    finalizers: o.metadata?.finalizers,
+    deleting: o.metadata?.deletionTimestamp !== undefined,
+  });
+  type Any = KubernetesObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
+  return [
+    {
+      apiVersion: "v1",
+      kind: "PersistentVolume",
+      path: "/api/v1/persistentvolumes",
+      project: (o: Any) => ({ ...meta(o), claimRef: o.spec?.claimRef, phase: o.status?.phase }),
+    },
+    {
+      apiVersion: "v1",
+      kind: "PersistentVolumeClaim",
+      namespace: ns,
+      path: `/api/v1/namespaces/${ns}/persistentvolumeclaims`,
+      project: (o: Any) => ({ ...meta(o), volumeName: o.spec?.volumeName, status: o.status }),
+    },
+    {
+      apiVersion: "storage.k8s.io/v1",
+      kind: "VolumeAttachment",
+      path: "/apis/storage.k8s.io/v1/volumeattachments",
+      project: (o: Any) => ({ ...meta(o), spec: o.spec, attached: o.status?.attached }),
+    },
+    {
+      apiVersion: "v1",
+      kind: "Node",
+      path: "/api/v1/nodes",
+      project: (o: Any) => ({ volumesAttached: o.status?.volumesAttached }),
+    },
+    ...[ns, "default"].map((namespace) => ({
+      apiVersion: "v1",
+      kind: "Pod",
+      namespace,
+      path: `/api/v1/namespaces/${namespace}/pods`,
+      project: (o: Any) => ({ ...meta(o), phase: o.status?.phase }),
+    })),
+  ];
 }
 
 function isNamespaced(kind: string | undefined): boolean {
   return kind === "PersistentVolumeClaim" || kind === "Pod";
 }
 
-function ref(kind: string, name: string, ns: string): KubernetesObject {
+function ref({ kind, name, namespace }: Ref, ns: string): KubernetesObject {
   const apiVersion = ["StorageClass", "CSIDriver", "VolumeAttachment"].includes(kind)
     ? "storage.k8s.io/v1"
     : "v1";
-  return { apiVersion, kind, metadata: { name, ...(isNamespaced(kind) && { namespace: ns }) } };
+  return { apiVersion, kind, metadata: { name, ...(isNamespaced(kind) && { namespace: namespace ?? ns }) } };
 }
 
 function pick(annotations: Record<string, string> | undefined): Record<string, string> {

@@ -109,7 +109,7 @@ export const PLUGIN_SCENARIOS: Scenario[] = [
       },
       { settle: true },
       { delete: { kind: "PersistentVolumeClaim", name: "claim-nfs" } },
-      { recyclerPod: { pv: "pv-nfs", phase: "Succeeded" } },
+      { podPhase: { name: "recycler-for-pv-nfs", namespace: "default", phase: "Succeeded" } },
     ],
   },
   {
@@ -120,7 +120,7 @@ export const PLUGIN_SCENARIOS: Scenario[] = [
       },
       { settle: true },
       { delete: { kind: "PersistentVolumeClaim", name: "claim-nfs" } },
-      { recyclerPod: { pv: "pv-nfs", phase: "Failed" } },
+      { podPhase: { name: "recycler-for-pv-nfs", namespace: "default", phase: "Failed" } },
     ],
   },
 ];

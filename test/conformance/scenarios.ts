@@ -1,5 +1,5 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type { Scenario } from "./runner.js";
+import type { Scenario, Step } from "./runner.js";
 
 /*
  * The differential scenarios: each runs on upstream kube-controller-manager and on kvc, and their
@@ -33,7 +33,8 @@ export function pv(name: string, o: PVOptions = {}): Obj {
       ...(o.claim && { claimRef: { namespace: "NS", name: o.claim } }),
       ...(o.csi
         ? { csi: { driver: o.csi.driver, volumeHandle: o.csi.handle } }
-        : { hostPath: { path: `/tmp/conformance/${name}` } }),
+        : // Inside the hostPath provisioner's directory: the only place kvc's deleter deletes (docs/pv-binder.md).
+          { hostPath: { path: `/tmp/hostpath_pv/conformance-${name}` } }),
     },
   };
 }
@@ -107,6 +108,18 @@ export function csiDriver(name: string, attachRequired: boolean): Obj {
 }
 
 const DRIVER = "conformance.csi.example.com";
+const EXTERNAL = "example.com/external";
+/** A PV as external-provisioner creates it (the runner adds the claimRef). */
+const externalPV = (name: string) => ({
+  metadata: { name, annotations: { "pv.kubernetes.io/provisioned-by": EXTERNAL } },
+  spec: {
+    capacity: { storage: "1Gi" },
+    accessModes: ["ReadWriteOnce"],
+    storageClassName: "ext",
+    persistentVolumeReclaimPolicy: "Delete",
+    csi: { driver: "external.example.com", volumeHandle: name },
+  },
+});
 const csiVolume = (handle: string) => `kubernetes.io/csi/${DRIVER}^${handle}`;
 /** A CSI PV pre-bound to its claim, and the claim. */
 const csiPair = (handle: string, modes = ["ReadWriteOnce"]) => [
@@ -116,6 +129,70 @@ const csiPair = (handle: string, modes = ["ReadWriteOnce"]) => [
 const readyNodes = (...names: string[]) => [
   { create: names.map(node) },
   ...names.map((n) => ({ kubelet: { node: n, ready: true } })),
+];
+
+/**
+ * A cluster in every state a handover from KCM must keep, on separate objects that do not interact:
+ * claims bound (statically, pre-bound, provisioned), provisioning handed to an external provisioner,
+ * Released volumes awaiting reclaim (Retain; Delete by an external deleter), a recycler pod running,
+ * a volume attached and in use (n1), a detach waiting out its 6 minutes (n2: pod gone, volume still
+ * in use, node NotReady). In-tree volumes that upstream migrates to CSI are not here: kvc does not
+ * attach them yet (issue 11, CSI migration).
+ */
+const HANDOVER_STATE: Step[] = [
+  { create: [sc("ext", { provisioner: EXTERNAL }), sc("hp", { provisioner: "kubernetes.io/host-path" })] },
+  ...readyNodes("n1", "n2"),
+  {
+    create: [
+      pv("static", { size: "1Gi" }),
+      pv("reserved", { size: "4Gi", claim: "prebound" }),
+      pv("retained", { size: "2Gi" }),
+      pv("recycled", { size: "3Gi", reclaim: "Recycle" }),
+      ...csiPair("v1"),
+      ...csiPair("v2"),
+      pvc("bound", { size: "1Gi" }),
+      pvc("prebound", { size: "4Gi" }),
+      pvc("gone-retained", { size: "2Gi" }),
+      pvc("gone-recycled", { size: "3Gi" }),
+      pvc("provisioned", { cls: "hp" }),
+      pvc("external", { cls: "ext" }),
+      pvc("gone-external", { cls: "ext" }),
+    ],
+  },
+  { provision: { claim: "gone-external", pv: externalPV("gone-external-pv") } },
+  { create: [pod("p1", "n1", ["claim-v1"]), pod("p2", "n2", ["claim-v2"])] },
+  { attachAll: true },
+  { kubelet: { node: "n1", volumesInUse: [csiVolume("v1")] } },
+  { kubelet: { node: "n2", volumesInUse: [csiVolume("v2")], ready: false } },
+  {
+    delete: [
+      { kind: "PersistentVolumeClaim", name: "gone-retained" },
+      { kind: "PersistentVolumeClaim", name: "gone-recycled" },
+      { kind: "PersistentVolumeClaim", name: "gone-external" },
+      { kind: "Pod", name: "p2" },
+    ],
+  },
+];
+
+/** After the handover, the new implementation finishes what KCM started and does what comes next. */
+const AFTER_HANDOVER: Step[] = [
+  { provision: { claim: "external", pv: externalPV("external-pv") } },
+  { podPhase: { name: "recycler-for-recycled", namespace: "default", phase: "Succeeded" } },
+  { delete: { kind: "Pod", name: "p1" } },
+  { kubelet: { node: "n1", volumesInUse: [] } },
+  { create: [pv("late", { size: "5Gi" }), pvc("after", { size: "5Gi" })] },
+];
+
+/**
+ * Upstream's recycler cannot tell its own pod from a forged one: a process that finds
+ * recycler-for-<pv> deletes it, fails the attempt (the PV goes Failed) and creates it again on the
+ * next sync (recyclerclient, "old recycler pod found"). KCM restarted does the same.
+ */
+const RECYCLER_RESTARTED = [
+  "Pod recycler-for-recycled modified (deleting)",
+  "Pod recycler-for-recycled deleted",
+  "PersistentVolume recycled modified (phase)",
+  "Pod recycler-for-recycled created",
 ];
 
 export const SCENARIOS: Scenario[] = [
@@ -374,6 +451,24 @@ export const SCENARIOS: Scenario[] = [
       { restart: true },
       { create: [pvc("c")] },
     ],
+  },
+  // handover: KCM yesterday, kvc today (and back)
+  {
+    name: "handover KCM→kvc: every state, then carry on",
+    startOn: "kube-controller-manager",
+    steps: [...HANDOVER_STATE, { switchTo: "kvc" }, ...AFTER_HANDOVER],
+    handoverWrites: RECYCLER_RESTARTED,
+  },
+  {
+    name: "rollback KCM→kvc→KCM: every state, then carry on",
+    startOn: "kube-controller-manager",
+    steps: [
+      ...HANDOVER_STATE,
+      { switchTo: "kvc" },
+      { switchTo: "kube-controller-manager" },
+      ...AFTER_HANDOVER,
+    ],
+    handoverWrites: RECYCLER_RESTARTED,
   },
   // attach/detach
   {
