@@ -193,7 +193,8 @@ describe("leader fencing on the real control plane", () => {
     await waitFor(
       async () => {
         const m = /^rest_client_requests_total\{code="403",method="GET",[^}]*\} (\d+)$/m.exec(
-          (await probe(kvc.url("/metrics"))).body,
+          // The ServiceAccount may not read /metrics; the admin may.
+          (await kvc.get("/metrics", cp.kubeConfig().getCurrentUser()?.token)).body,
         );
         return Number(m?.[1] ?? 0) >= 5;
       },
