@@ -228,8 +228,14 @@ export class ConformanceRunner {
       return snapshot;
     } finally {
       await run.handover?.close().catch(() => undefined);
-      await this.#cleanup(run.ns);
-      if (this.#running?.impl !== this.#impl) await this.#switchTo(this.#impl);
+      const scheduled = await this.#cleanup(run.ns);
+      // A pod on a node leaves attach/detach memory behind: deleted after its claim and PV, it cannot
+      // be resolved to its volume, so it stays in the desired state (upstream ProcessPodVolumes too)
+      // and its volume "attached" in the actual state until the populator's pass a minute later. A
+      // namesake node and volume in the next scenario then got no VolumeAttachment until that pass or
+      // the 60 s verification, at a moment set by the process's start: `random seed 1007` after 1006
+      // failed so. A restart starts the next scenario from what the API holds, on both sides.
+      if (scheduled || this.#running?.impl !== this.#impl) await this.#switchTo(this.#impl);
     }
   }
 
@@ -500,8 +506,11 @@ export class ConformanceRunner {
     return snapshot;
   }
 
-  /** Removes everything the scenario created, finalizers and all, so the next one starts clean. */
-  async #cleanup(ns: string): Promise<void> {
+  /**
+   * Removes everything the scenario created, finalizers and all, so the next one starts clean.
+   * Returns whether a pod of the scenario was scheduled to a node.
+   */
+  async #cleanup(ns: string): Promise<boolean> {
     const stripAndDelete = async (obj: KubernetesObject) => {
       try {
         if (obj.metadata?.finalizers?.length) {
@@ -529,6 +538,7 @@ export class ConformanceRunner {
       ...(await this.#core.listNamespacedPod({ namespace: ns })).items,
       ...(await this.#core.listNamespacedPod({ namespace: "default" })).items,
     ];
+    const scenarioPods = await pods();
     // PVs first: a claim deleted while its PV exists releases the PV, and a Recycle PV would get a
     // recycler pod after the pods were cleaned up (in one implementation or the other, by timing).
     const all = [
@@ -543,7 +553,7 @@ export class ConformanceRunner {
         "storage.k8s.io/v1",
         "VolumeAttachment",
       ),
-      ...withKind(await pods(), "v1", "Pod"),
+      ...withKind(scenarioPods, "v1", "Pod"),
       ...withKind((await this.#core.listNode()).items, "v1", "Node"),
       ...withKind((await this.#storage.listStorageClass()).items, "storage.k8s.io/v1", "StorageClass"),
       ...withKind((await this.#storage.listCSIDriver()).items, "storage.k8s.io/v1", "CSIDriver"),
@@ -558,6 +568,7 @@ export class ConformanceRunner {
         (await this.#core.listNode()).items.length === 0,
       { timeoutMs: 30_000, what: "the scenario's objects to be gone" },
     );
+    return scenarioPods.some((p) => p.spec?.nodeName);
   }
 }
 
