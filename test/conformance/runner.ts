@@ -60,8 +60,12 @@ export type Step =
   | { podPhase: { name: string; namespace?: string; phase: "Succeeded" | "Failed" } }
   /** Installs test/fixtures/flexvolume/fake-driver.sh as `<directory>/<driver>` with its `.mode`. */
   | { flexDriver: { directory: string; mode: string } }
-  /** Plays the CSI external-attacher: every VolumeAttachment is marked attached. */
-  | { attachAll: true }
+  /**
+   * Plays the CSI external-attacher: every VolumeAttachment is marked attached, once. With `pvs` and
+   * `node`, it first waits until the attachment of each of those PVs to that node exists: an attach
+   * started after the step would otherwise stay unattached in one implementation only.
+   */
+  | { attachAll: true | { pvs: string[]; node: string } }
   /** Plays an external provisioner: creates a PV for the claim, bound by claimRef, as external-provisioner does. */
   | { provision: { claim: string; pv: object } }
   /** Waits until the compared state stops changing (every step is followed by this anyway). */
@@ -319,6 +323,7 @@ export class ConformanceRunner {
       // Executable last: the prober looks at the driver when its executable appears.
       await copyFile(FLEX_FIXTURE, join(driverDir, directory.slice(directory.indexOf("~") + 1)));
     } else if ("attachAll" in step) {
+      if (step.attachAll !== true) await this.#attachmentsExist(step.attachAll.pvs, step.attachAll.node);
       for (const va of (await this.#storage.listVolumeAttachment()).items) {
         if (va.status?.attached) continue;
         await this.#storage.patchVolumeAttachmentStatus(
@@ -367,6 +372,24 @@ export class ConformanceRunner {
         return true;
       },
       { timeoutMs: 30_000, what: `${this.#impl}: the new PVs to be initialised` },
+    );
+  }
+
+  /**
+   * Waits until a VolumeAttachment of each PV to the node exists. A settle alone cannot tell an attach
+   * that has not started yet from none: a quiet period of 3 s passed while one was still to come.
+   */
+  async #attachmentsExist(pvs: string[], node: string): Promise<void> {
+    await waitFor(
+      async () => {
+        const present = new Set(
+          (await this.#storage.listVolumeAttachment()).items
+            .filter((va) => va.spec.nodeName === node)
+            .map((va) => va.spec.source.persistentVolumeName),
+        );
+        return pvs.every((pv) => present.has(pv));
+      },
+      { timeoutMs: 30_000, what: `${this.#impl}: VolumeAttachments of ${pvs.join(", ")} to ${node}` },
     );
   }
 
