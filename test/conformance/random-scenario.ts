@@ -118,7 +118,11 @@ export function randomScenario(seed: number): Scenario {
       ],
     },
   ];
-  if (csi.length) steps.push({ create: podsOn("n1") }, { attachAll: true });
+  // The external-attacher acts once every pod's attachment exists: none is left to come after it.
+  const attachAllOn = (node: string): Step => ({
+    attachAll: { pvs: csi.map((_, i) => `csi-${i}`), node },
+  });
+  if (csi.length) steps.push({ create: podsOn("n1") }, attachAllOn("n1"));
   const podsGone: Ref[] = move ? csi.map((_, i) => ({ kind: "Pod", name: `n1-pod-${i}` })) : [];
   if (released.length || podsGone.length) steps.push({ delete: [...released, ...podsGone] });
   // Plays the kubelet: each recycler pod runs to completion.
@@ -131,7 +135,7 @@ export function randomScenario(seed: number): Scenario {
     ...(stray ? [pvc("stray", { size: `${stray.size}Gi`, cls: stray.cls, modes: stray.modes })] : []),
   ];
   if (later.length) steps.push({ create: later });
-  if (move && csi.length) steps.push({ attachAll: true });
+  if (move && csi.length) steps.push(attachAllOn("n2"));
   if (deletedPVs.length) steps.push({ delete: deletedPVs });
   return { name: `random seed ${seed}`, steps };
 }
