@@ -656,7 +656,14 @@ function watchedCollections(ns: string): Collection[] {
       apiVersion: "v1",
       kind: "Node",
       path: "/api/v1/nodes",
-      project: (o: Any) => ({ volumesAttached: o.status?.volumesAttached }),
+      // As a set: KCM lists them in Go map order (actual_state_of_world.go, getAttachedVolumeFromUpdateObject),
+      // so a restarted KCM may rewrite the same volumes in another order, which attaches nothing.
+      projectedOnly: true,
+      project: (o: Any) => ({
+        volumesAttached: (o.status?.volumesAttached as { name: string }[] | undefined)?.toSorted((a, b) =>
+          a.name.localeCompare(b.name),
+        ),
+      }),
     },
     ...[ns, "default"].map((namespace) => ({
       apiVersion: "v1",

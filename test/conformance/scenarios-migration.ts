@@ -1,4 +1,4 @@
-import type { Scenario } from "./runner.js";
+import type { Scenario, Step } from "./runner.js";
 import { csiDriver, node, pod, pv, pvc } from "./scenarios.js";
 
 /*
@@ -77,14 +77,48 @@ function inTreePair(source: object) {
   return [{ ...volume, spec }, pvc("claim", { volume: "pv-intree" })];
 }
 
-function inlinePod(name: string, nodeName: string, source: object) {
-  const p = pod(name, nodeName, []);
-  return { ...p, spec: { ...(p.spec as object), volumes: [{ name: "inline", ...source }] } };
+/** A pod with the inline volume `source` (and `claims`). */
+function inlinePod(name: string, nodeName: string, source: object, claims: string[] = []) {
+  const p = pod(name, nodeName, claims);
+  const spec = p.spec as { volumes: object[] };
+  return { ...p, spec: { ...spec, volumes: [...spec.volumes, { name: "inline", ...source }] } };
 }
 
 const readyNodes = (...names: string[]): Scenario["steps"] => [
   { create: names.map(node) },
   ...names.map((n) => ({ kubelet: { node: n, ready: true } })),
+];
+
+/**
+ * Handover with in-tree migrated volumes attached (issue 11): KCM attached an EBS PV and an inline GCE
+ * PD of one pod on n1, the kubelet has them in use, and n1 has since been shut down (out-of-service
+ * taint) with the pod not yet deleted: only the pod's wish keeps the volumes attached, so a successor
+ * that does not translate them to CSI (they are then not desired) detaches them at once. Whoever runs
+ * next keeps both attached (the handover write log holds no VolumeAttachment or volumesAttached
+ * write), then detaches them as KCM does once the pod is gone.
+ */
+const MIGRATED_ATTACHED: Step[] = [
+  ...readyNodes("n1"),
+  { create: inTreePair(PLUGINS[0]!.pvSource) },
+  { settle: true },
+  {
+    create: [inlinePod("p1", "n1", PLUGINS[1]!.inlineSource, ["claim"])],
+  },
+  { attachAll: true },
+  {
+    kubelet: {
+      node: "n1",
+      volumesInUse: [
+        "kubernetes.io/csi/ebs.csi.aws.com^vol-0a1b2c3d",
+        "kubernetes.io/csi/pd.csi.storage.gke.io^projects/UNSPECIFIED/zones/UNSPECIFIED/disks/disk-inline",
+      ],
+      outOfService: true,
+    },
+  },
+];
+const MIGRATED_RELEASED: Step[] = [
+  { delete: { kind: "Pod", name: "p1" } },
+  { kubelet: { node: "n1", volumesInUse: [] } },
 ];
 
 export const MIGRATION_SCENARIOS: Scenario[] = [
@@ -130,6 +164,21 @@ export const MIGRATION_SCENARIOS: Scenario[] = [
       { settle: true },
       { create: [pod("p2", "n2", ["claim"])] },
       { attachAll: true },
+    ],
+  },
+  {
+    name: "handover KCM→kvc: in-tree migrated volumes attached, then released",
+    startOn: "kube-controller-manager",
+    steps: [...MIGRATED_ATTACHED, { switchTo: "kvc" }, ...MIGRATED_RELEASED],
+  },
+  {
+    name: "rollback KCM→kvc→KCM: in-tree migrated volumes attached, then released",
+    startOn: "kube-controller-manager",
+    steps: [
+      ...MIGRATED_ATTACHED,
+      { switchTo: "kvc" },
+      { switchTo: "kube-controller-manager" },
+      ...MIGRATED_RELEASED,
     ],
   },
 ];

@@ -136,8 +136,7 @@ const readyNodes = (...names: string[]) => [
  * claims bound (statically, pre-bound, provisioned), provisioning handed to an external provisioner,
  * Released volumes awaiting reclaim (Retain; Delete by an external deleter), a recycler pod running,
  * a volume attached and in use (n1), a detach waiting out its 6 minutes (n2: pod gone, volume still
- * in use, node NotReady). In-tree volumes that upstream migrates to CSI are not here: kvc does not
- * attach them yet (issue 11, CSI migration).
+ * in use, node NotReady). In-tree volumes that upstream migrates to CSI: scenarios-migration.ts.
  */
 const HANDOVER_STATE: Step[] = [
   { create: [sc("ext", { provisioner: EXTERNAL }), sc("hp", { provisioner: "kubernetes.io/host-path" })] },

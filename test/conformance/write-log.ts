@@ -16,6 +16,8 @@ export interface Collection {
   namespace?: string;
   /** The fields whose change is named in a MODIFIED write. */
   project(obj: KubernetesObject): Record<string, unknown>;
+  /** A MODIFIED write counts only when a projected field changed (the collection is shared with writers not watched). */
+  projectedOnly?: boolean;
 }
 
 export interface Write {
@@ -84,7 +86,8 @@ export class WriteLog {
       const fields = [...new Set([...Object.keys(was), ...Object.keys(is)])]
         .filter((k) => canonical(was[k]) !== canonical(is[k]))
         .sort();
-      this.#writes.push({ kind: c.kind, name, type: "modified", fields });
+      if (fields.length > 0 || !c.projectedOnly)
+        this.#writes.push({ kind: c.kind, name, type: "modified", fields });
     } else if (type === "DELETED") {
       seen.delete(name);
       this.#writes.push({ kind: c.kind, name, type: "deleted", fields: [] });

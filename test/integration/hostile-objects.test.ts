@@ -1,24 +1,36 @@
 /**
  * Hostile objects on the real apiserver: a claim with the largest exponent the apiserver accepts and
  * a poisoned PV (megabyte-scale annotation, thousands of labels, an absurd capacity) do not stop
- * other claims from binding.
+ * other claims from binding; poisoned pods, PVs, nodes, CSIDrivers and VolumeAttachments do not stop
+ * volumes from attaching. The test plays the kubelet (managed nodes) and the CSI external-attacher.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { CoreV1Api, type V1PersistentVolume, type V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  StorageV1Api,
+  type V1PersistentVolume,
+  type V1PersistentVolumeClaim,
+  type V1Volume,
+} from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { abortableRequest } from "../../src/runtime/client.js";
 import { waitFor } from "../../src/util/wait.js";
+import { attachmentName } from "../../src/volume/csi/attachment-name.js";
 import { BINDER_FLAGS, killAllKvc, startKvc, type KvcProcess } from "../support/kvc-process.js";
 
 const NS = "hostile";
 let cp: LocalControlPlane;
 let core: CoreV1Api;
+let storage: StorageV1Api;
 let kvc: KvcProcess;
 
 before(async () => {
   cp = await LocalControlPlane.start();
   core = cp.kubeConfig().makeApiClient(CoreV1Api);
+  storage = cp.kubeConfig().makeApiClient(StorageV1Api);
   kvc = await startKvc(cp.kubeconfigPath, BINDER_FLAGS);
   await kvc.ready();
   await core.createNamespace({ body: { metadata: { name: NS } } });
@@ -98,4 +110,175 @@ test("a poisoned PV (huge annotation, thousands of labels, absurd capacity) does
   await core.createNamespacedPersistentVolumeClaim({ namespace: NS, body: claim("bigger", "1e2999") });
   assert.equal((await bound("normal")).spec?.volumeName, "pv-normal");
   assert.equal((await bound("bigger")).spec?.volumeName, "pv-poison");
+});
+
+const DRIVER = "ebs.csi.aws.com";
+const MANAGED = { "volumes.kubernetes.io/controller-managed-attach-detach": "true" };
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+/** A CSI PV of `DRIVER` pre-bound to a new claim, as the binder leaves them. */
+async function boundCSIClaim(handle: string, csi: Partial<V1PersistentVolume["spec"]> = {}): Promise<string> {
+  const claimName = `claim-${handle}`;
+  const pvc = await core.createNamespacedPersistentVolumeClaim({
+    namespace: NS,
+    body: {
+      metadata: { name: claimName },
+      spec: { ...claim(claimName, "1Gi").spec, volumeName: `pv-${handle}` },
+    },
+  });
+  await core.createPersistentVolume({
+    body: {
+      metadata: { name: `pv-${handle}` },
+      spec: {
+        capacity: { storage: "1Gi" },
+        accessModes: ["ReadWriteOnce"],
+        storageClassName: "",
+        claimRef: { namespace: NS, name: claimName, uid: pvc.metadata!.uid! },
+        csi: { driver: DRIVER, volumeHandle: handle },
+        ...csi,
+      },
+    },
+  });
+  return claimName;
+}
+
+const pod = (name: string, nodeName: string, volumes: V1Volume[]) => ({
+  metadata: { name, namespace: NS },
+  spec: { nodeName, containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }], volumes },
+});
+
+/** Plays the external-attacher once the controller has created the VolumeAttachment of `handle`. */
+async function attachWhenAsked(handle: string, node: string): Promise<void> {
+  const name = attachmentName(handle, DRIVER, node);
+  await waitFor(
+    async () => {
+      try {
+        return await storage.readVolumeAttachment({ name });
+      } catch {
+        return undefined;
+      }
+    },
+    { timeoutMs: 60_000, what: `VolumeAttachment ${name} (kvc logs: ${kvc.logs().slice(-2000)})` },
+  );
+  await storage.patchVolumeAttachmentStatus({ name, body: { status: { attached: true } } }, mergePatch);
+}
+
+async function reportedAttached(node: string, handle: string): Promise<void> {
+  const want = `kubernetes.io/csi/${DRIVER}^${handle}`;
+  await waitFor(
+    async () => (await core.readNode({ name: node })).status?.volumesAttached?.some((v) => v.name === want),
+    {
+      timeoutMs: 60_000,
+      what: `node ${node} to report ${want} attached (kvc logs: ${kvc.logs().slice(-2000)})`,
+    },
+  );
+}
+
+test("poisoned pods, PVs, nodes, CSIDrivers and VolumeAttachments do not stop volumes from attaching", async () => {
+  const labels = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, `v${i}`]));
+  await core.createNode({ body: { metadata: { name: "node-ok", annotations: MANAGED } } });
+  // A node with thousands of labels and of volumes it claims in use, none of them known.
+  await core.createNode({ body: { metadata: { name: "node-poison", labels, annotations: MANAGED } } });
+  await core.patchNodeStatus(
+    {
+      name: "node-poison",
+      body: {
+        status: {
+          volumesInUse: Array.from({ length: 5000 }, (_, i) => `kubernetes.io/csi/x^${"h".repeat(200)}${i}`),
+          volumesAttached: [{ name: "kubernetes.io/csi/nobody^nothing", devicePath: "\u0000".repeat(1000) }],
+        },
+      },
+    },
+    mergePatch,
+  );
+  // A CSIDriver with every optional field set oddly, for a driver no volume here resolves to.
+  await storage.createCSIDriver({
+    body: {
+      metadata: { name: "odd.csi.example.com", annotations: { big: "x".repeat(200_000) } },
+      spec: {
+        attachRequired: false,
+        podInfoOnMount: true,
+        requiresRepublish: true,
+        storageCapacity: true,
+        seLinuxMount: true,
+        fsGroupPolicy: "None",
+        volumeLifecycleModes: ["Persistent", "Ephemeral"],
+        tokenRequests: Array.from({ length: 100 }, (_, i) => ({
+          audience: `aud-${i}`,
+          expirationSeconds: 600 + i,
+        })),
+      },
+    },
+  });
+  // A VolumeAttachment on the healthy node for a PV that does not exist, already reported attached.
+  const orphan = attachmentName("no-such-volume", DRIVER, "node-ok");
+  await storage.createVolumeAttachment({
+    body: {
+      metadata: { name: orphan },
+      spec: { attacher: DRIVER, nodeName: "node-ok", source: { persistentVolumeName: "no-such-pv" } },
+    },
+  });
+  await storage.patchVolumeAttachmentStatus(
+    { name: orphan, body: { status: { attached: true } } },
+    mergePatch,
+  );
+  // A PV with a pathological CSI spec (huge handle and attributes, odd secret references), in use.
+  const poisonedClaim = await boundCSIClaim("att-poison", {
+    csi: {
+      driver: DRIVER,
+      volumeHandle: "att-poison",
+      fsType: "\u202e".repeat(100),
+      volumeAttributes: Object.fromEntries(
+        Array.from({ length: 2000 }, (_, i) => [`a${i}`, "\u{1F4A5}".repeat(50)]),
+      ),
+      controllerPublishSecretRef: { name: "no-such-secret", namespace: "no-such-namespace" },
+    },
+    mountOptions: Array.from({ length: 1000 }, (_, i) => `opt${i}`),
+    nodeAffinity: {
+      required: {
+        nodeSelectorTerms: [{ matchExpressions: [{ key: "k0", operator: "In", values: ["v0"] }] }],
+      },
+    },
+  });
+  await core.createNamespacedPod({
+    namespace: NS,
+    body: pod("on-poison", "node-poison", [
+      { name: "data", persistentVolumeClaim: { claimName: poisonedClaim } },
+    ]),
+  });
+  // A pod on the healthy node with thousands of volumes that resolve to nothing, and one that does.
+  const resolvable = await boundCSIClaim("att-among-many");
+  const broken: V1Volume[] = Array.from(
+    { length: 3000 },
+    (_, i) =>
+      [
+        { name: `c${i}`, persistentVolumeClaim: { claimName: `no-such-claim-${i}` } },
+        {
+          name: `i${i}`,
+          csi: { driver: `no-such-driver-${i}.example.com`, volumeAttributes: { i: `${i}` } },
+        },
+        { name: `g${i}`, gcePersistentDisk: { pdName: `no-such-disk-${i}`, fsType: "ext4" } },
+      ][i % 3]!,
+  );
+  await core.createNamespacedPod({
+    namespace: NS,
+    body: pod("many-volumes", "node-ok", [
+      ...broken,
+      { name: "good", persistentVolumeClaim: { claimName: resolvable } },
+    ]),
+  });
+  await attachWhenAsked("att-poison", "node-poison");
+  await attachWhenAsked("att-among-many", "node-ok");
+
+  // After all of that, an ordinary pod's CSI volume on the healthy node attaches and is reported.
+  const normalClaim = await boundCSIClaim("att-normal");
+  await core.createNamespacedPod({
+    namespace: NS,
+    body: pod("normal", "node-ok", [{ name: "data", persistentVolumeClaim: { claimName: normalClaim } }]),
+  });
+  await attachWhenAsked("att-normal", "node-ok");
+  await reportedAttached("node-ok", "att-normal");
+  await reportedAttached("node-ok", "att-among-many");
+  await reportedAttached("node-poison", "att-poison");
+  assert.equal(kvc.child.exitCode, null, "kvc is still running");
 });
