@@ -564,7 +564,7 @@ export class ConformanceRunner {
     const scenarioPods = await pods();
     // PVs first: a claim deleted while its PV exists releases the PV, and a Recycle PV would get a
     // recycler pod after the pods were cleaned up (in one implementation or the other, by timing).
-    const all = [
+    const remaining = async () => [
       ...withKind((await this.#core.listPersistentVolume()).items, "v1", "PersistentVolume"),
       ...withKind(
         (await this.#core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items,
@@ -576,19 +576,25 @@ export class ConformanceRunner {
         "storage.k8s.io/v1",
         "VolumeAttachment",
       ),
-      ...withKind(scenarioPods, "v1", "Pod"),
+      ...withKind(await pods(), "v1", "Pod"),
       ...withKind((await this.#core.listNode()).items, "v1", "Node"),
+    ];
+    for (const obj of [
+      ...(await remaining()),
       ...withKind((await this.#storage.listStorageClass()).items, "storage.k8s.io/v1", "StorageClass"),
       ...withKind((await this.#storage.listCSIDriver()).items, "storage.k8s.io/v1", "CSIDriver"),
-    ];
-    for (const obj of all) await stripAndDelete(obj);
+    ]) {
+      await stripAndDelete(obj);
+    }
+    // The implementation still runs: what it creates meanwhile (a PV whose provisioning was in
+    // flight, a recycler pod, a VolumeAttachment) or a finalizer it adds back is swept again on
+    // every poll, rather than left to time the wait out (and to leak into the next scenario).
     await waitFor(
-      async () =>
-        (await this.#core.listPersistentVolume()).items.length === 0 &&
-        (await this.#core.listNamespacedPersistentVolumeClaim({ namespace: ns })).items.length === 0 &&
-        (await this.#storage.listVolumeAttachment()).items.length === 0 &&
-        (await pods()).length === 0 &&
-        (await this.#core.listNode()).items.length === 0,
+      async () => {
+        const left = await remaining();
+        for (const obj of left) await stripAndDelete(obj);
+        return left.length === 0;
+      },
       { timeoutMs: 30_000, what: "the scenario's objects to be gone" },
     );
     return scenarioPods.some((p) => p.spec?.nodeName);
