@@ -15,7 +15,7 @@ import {
   ClaimPhase,
   VolumePhase,
 } from "./annotations.js";
-import type { BinderContext } from "./pv-controller.js";
+import type { BinderContext } from "./binder-context.js";
 import { isVolumeBoundToClaim } from "./pv-helpers.js";
 
 /**

@@ -12,7 +12,7 @@ import {
 } from "./annotations.js";
 import { bind, hasAnnotation, updateClaimStatus, updateClaimStatusWithEvent } from "./bind.js";
 import { assignDefaultStorageClass, provisionClaim, updateMigrationAnnotations } from "./provision.js";
-import type { BinderContext } from "./pv-controller.js";
+import type { BinderContext } from "./binder-context.js";
 import {
   checkAccessModes,
   claimKey,

@@ -26,7 +26,7 @@ import {
 import { hasAnnotation, removeAnnotation, setAnnotation } from "./bind.js";
 import { classProvisionerName } from "./metrics.js";
 import type { CsiMigration } from "../volume/csimigration/plugin-manager.js";
-import type { BinderContext } from "./pv-controller.js";
+import type { BinderContext } from "./binder-context.js";
 import { BETA_STORAGE_CLASS_ANNOTATION, claimKey, getClaimClass } from "./pv-helpers.js";
 import { doDeleteVolume, findDeletablePlugin } from "./reclaim.js";
 

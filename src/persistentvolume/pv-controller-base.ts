@@ -1,6 +1,7 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { realClock, type Clock } from "../runtime/clock.js";
 import type { ApiClients } from "../runtime/client.js";
+import type { EventSink } from "../runtime/events/event-sink.js";
 import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
 import type { LogSink } from "../runtime/logger.js";
 import {
@@ -14,7 +15,7 @@ import type { VolumePluginManager } from "../volume/plugin-manager.js";
 import { CoreV1BinderApi } from "./binder-api.js";
 import { pauseAfterBindWrite } from "./crash-seam.js";
 import type { PersistentVolumeMetrics } from "./metrics.js";
-import { PersistentVolumeController, type EventSink } from "./pv-controller.js";
+import { PersistentVolumeController } from "./pv-controller.js";
 
 export interface PersistentVolumeBinderOptions {
   clients: Pick<ApiClients, "core">;

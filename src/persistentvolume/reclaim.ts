@@ -19,7 +19,7 @@ import {
 import { hasAnnotation, unbindVolume, updateVolumePhaseWithEvent } from "./bind.js";
 import { classProvisionerName } from "./metrics.js";
 import type { CsiMigration } from "../volume/csimigration/plugin-manager.js";
-import type { BinderContext } from "./pv-controller.js";
+import type { BinderContext } from "./binder-context.js";
 import { getVolumeClass } from "./pv-helpers.js";
 
 /** In-tree plugin names; a PV provisioned by anything else is deleted by its external provisioner. */

@@ -9,7 +9,7 @@ import {
 } from "./annotations.js";
 import { hasAnnotation, unbindVolume, updateVolumePhase } from "./bind.js";
 import { updateMigrationAnnotations } from "./provision.js";
-import type { BinderContext } from "./pv-controller.js";
+import type { BinderContext } from "./binder-context.js";
 import { volumeModeMismatch } from "./pv-helpers.js";
 import { modifyDeletionFinalizers, reclaimVolume, setFinalizers } from "./reclaim.js";
 
