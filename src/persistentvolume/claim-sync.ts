@@ -8,10 +8,12 @@ import {
   ANN_SELECTED_NODE,
   ClaimPhase,
   EventReason,
+  hasAnnotation,
   VolumeBindingMode,
 } from "./annotations.js";
-import { bind, hasAnnotation, updateClaimStatus, updateClaimStatusWithEvent } from "./bind.js";
-import { assignDefaultStorageClass, provisionClaim, updateMigrationAnnotations } from "./provision.js";
+import { bind, updateClaimStatus, updateClaimStatusWithEvent } from "./bind.js";
+import { updateMigrationAnnotations } from "./csi-migration.js";
+import { assignDefaultStorageClass, provisionClaim } from "./provision.js";
 import type { BinderContext } from "./binder-context.js";
 import {
   checkAccessModes,

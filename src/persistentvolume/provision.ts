@@ -15,23 +15,21 @@ import {
   ANN_BOUND_BY_CONTROLLER,
   ANN_DYNAMICALLY_PROVISIONED,
   ANN_IS_DEFAULT_STORAGE_CLASS,
-  ANN_MIGRATED_TO,
   ANN_SELECTED_NODE,
   ANN_STORAGE_PROVISIONER,
   EventReason,
   FINALIZER_IN_TREE_PV_PROTECTION,
+  hasAnnotation,
   ReclaimPolicy,
+  removeAnnotation,
+  setAnnotation,
   VolumePhase,
 } from "./annotations.js";
-import { hasAnnotation, removeAnnotation, setAnnotation } from "./bind.js";
-import { classProvisionerName } from "./metrics.js";
-import type { CsiMigration } from "../volume/csimigration/plugin-manager.js";
+import { classProvisionerName, IN_TREE_PLUGIN_PREFIX, updateMigrationAnnotations } from "./csi-migration.js";
 import type { BinderContext } from "./binder-context.js";
 import { BETA_STORAGE_CLASS_ANNOTATION, claimKey, getClaimClass } from "./pv-helpers.js";
 import { doDeleteVolume, findDeletablePlugin } from "./reclaim.js";
 
-/** Plugins with this prefix are in-tree: not finding one is an error, not a hand-off to an external provisioner. */
-const IN_TREE_PREFIX = "kubernetes.io/";
 /** The in-process CSI plugin: the only one that may provision from a dataSource. */
 const CSI_PLUGIN_NAME = "kubernetes.io/csi";
 
@@ -89,7 +87,7 @@ function findProvisionablePlugin(
   try {
     return { plugin: ctx.plugins.findProvisionablePluginByName(provisioner), storageClass };
   } catch (err) {
-    if (!provisioner.startsWith(IN_TREE_PREFIX)) return { plugin: undefined, storageClass };
+    if (!provisioner.startsWith(IN_TREE_PLUGIN_PREFIX)) return { plugin: undefined, storageClass };
     throw err;
   }
 }
@@ -270,7 +268,7 @@ async function provisionClaimOperationExternal(
   claim: V1PersistentVolumeClaim,
   storageClass: V1StorageClass,
 ): Promise<void> {
-  const provisionerName = ctx.migration.migratedDriver(storageClass.provisioner) ?? storageClass.provisioner;
+  const provisionerName = classProvisionerName(ctx.migration, storageClass);
   try {
     claim = await setClaimProvisioner(ctx, claim, provisionerName);
   } catch (err) {
@@ -326,36 +324,6 @@ async function rescheduleProvisioning(ctx: BinderContext, claim: V1PersistentVol
   } catch (err) {
     ctx.log.debug({ PVC: objectRef(claim), err: errorMessage(err) }, "cannot update internal cache");
   }
-}
-
-/**
- * Sets or removes migrated-to on a claim's or volume's annotations (a copy) from its provisioner
- * (storage-provisioner on a claim, provisioned-by on a volume) and whether that plugin is migrated
- * to CSI. Answers whether anything changed.
- */
-export function updateMigrationAnnotations(
-  migration: CsiMigration,
-  annotations: Record<string, string> | undefined,
-  claim: boolean,
-): boolean {
-  if (!annotations) return false;
-  const keys = claim
-    ? [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER]
-    : [ANN_DYNAMICALLY_PROVISIONED];
-  const key = keys.find((k) => Object.hasOwn(annotations, k));
-  if (key === undefined) return false;
-  const provisioner = annotations[key] ?? "";
-  const migratedTo = annotations[ANN_MIGRATED_TO] ?? "";
-  const driver = migration.migratedDriver(provisioner);
-  if (driver !== undefined) {
-    if (migratedTo === driver) return false;
-    annotations[ANN_MIGRATED_TO] = driver;
-    return true;
-  }
-  // Migration was rolled back for this plugin.
-  if (migratedTo === "") return false;
-  Reflect.deleteProperty(annotations, ANN_MIGRATED_TO);
-  return true;
 }
 
 /**

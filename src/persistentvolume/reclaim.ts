@@ -11,19 +11,15 @@ import {
   ANN_DYNAMICALLY_PROVISIONED,
   ANN_MIGRATED_TO,
   EventReason,
-  FINALIZER_EXTERNAL_PV_PROTECTION,
   FINALIZER_IN_TREE_PV_PROTECTION,
+  hasAnnotation,
   ReclaimPolicy,
   VolumePhase,
 } from "./annotations.js";
-import { hasAnnotation, unbindVolume, updateVolumePhaseWithEvent } from "./bind.js";
-import { classProvisionerName } from "./metrics.js";
-import type { CsiMigration } from "../volume/csimigration/plugin-manager.js";
+import { unbindVolume, updateVolumePhaseWithEvent } from "./bind.js";
+import { classProvisionerName, IN_TREE_PLUGIN_PREFIX, setFinalizers } from "./csi-migration.js";
 import type { BinderContext } from "./binder-context.js";
 import { getVolumeClass } from "./pv-helpers.js";
-
-/** In-tree plugin names; a PV provisioned by anything else is deleted by its external provisioner. */
-const IN_TREE_PREFIX = "kubernetes.io/";
 
 /**
  * Carries out a released volume's reclaim policy: Retain leaves it Released, Recycle scrubs it and
@@ -273,7 +269,7 @@ export function findDeletablePlugin(
     try {
       return ctx.plugins.findDeletablePluginByName(provisionedBy);
     } catch (err) {
-      if (!provisionedBy.startsWith(IN_TREE_PREFIX)) return undefined;
+      if (!provisionedBy.startsWith(IN_TREE_PLUGIN_PREFIX)) return undefined;
       throw err;
     }
   }
@@ -326,51 +322,4 @@ function podsUsingVolume(ctx: BinderContext, volume: V1PersistentVolume): string
   if (!ref) return [];
   const pods = ctx.activePodsUsingClaim(ref.namespace ?? "", ref.name ?? "");
   return [...new Set(pods.map((p) => `${p.metadata?.namespace ?? ""}/${p.metadata?.name ?? ""}`))].sort();
-}
-
-/**
- * The finalizers a dynamically provisioned volume should carry, and whether they differ: an in-tree
- * provisioned Delete volume is protected by kubernetes.io/pv-controller until its storage is deleted;
- * Retain/Recycle and migrated volumes are not; the external provisioner's finalizer goes (CSI
- * migration was rolled back). Statically provisioned and external volumes are left alone.
- */
-export function modifyDeletionFinalizers(
-  migration: CsiMigration,
-  volume: V1PersistentVolume,
-): { finalizers: string[] | undefined; modified: boolean } {
-  const original = volume.metadata?.finalizers;
-  const provisioner = volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
-  if (provisioner === undefined) return { finalizers: original, modified: false };
-  let out = [...(original ?? [])];
-  let modified = false;
-  const remove = (finalizer: string) => {
-    if (!out.includes(finalizer)) return;
-    out = out.filter((f) => f !== finalizer);
-    modified = true;
-  };
-  const result = () => ({ finalizers: out.length > 0 ? out : undefined, modified });
-  if (migration.migratedDriver(provisioner) !== undefined) {
-    remove(FINALIZER_IN_TREE_PV_PROTECTION);
-    return result();
-  }
-  if (!provisioner.startsWith(IN_TREE_PREFIX)) return { finalizers: original, modified: false };
-  const policy = volume.spec?.persistentVolumeReclaimPolicy;
-  // Unlike upstream, never add to a volume being deleted: the apiserver forbids new finalizers then,
-  // and upstream's attempt only fails every sync with "can't anneal migration annotations or finalizer".
-  const deleting = volume.metadata?.deletionTimestamp != null;
-  if (policy === ReclaimPolicy.Delete && !deleting && !out.includes(FINALIZER_IN_TREE_PV_PROTECTION)) {
-    out.push(FINALIZER_IN_TREE_PV_PROTECTION);
-    modified = true;
-  } else if (policy === ReclaimPolicy.Retain || policy === ReclaimPolicy.Recycle) {
-    remove(FINALIZER_IN_TREE_PV_PROTECTION);
-  }
-  remove(FINALIZER_EXTERNAL_PV_PROTECTION);
-  return result();
-}
-
-/** Sets finalizers on a copy; none is no field, as upstream's nil slice. */
-export function setFinalizers(volume: V1PersistentVolume, finalizers: readonly string[] | undefined): void {
-  volume.metadata ??= {};
-  if (finalizers?.length) volume.metadata.finalizers = [...finalizers];
-  else delete volume.metadata.finalizers;
 }

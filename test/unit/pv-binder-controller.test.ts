@@ -25,9 +25,12 @@ import {
 import { CoreV1BinderApi, type BinderCoreApi } from "../../src/persistentvolume/binder-api.js";
 import { ControllerCache } from "../../src/persistentvolume/controller-cache.js";
 import { OperationScheduler } from "../../src/persistentvolume/operations.js";
-import { defaultStorageClass, updateMigrationAnnotations } from "../../src/persistentvolume/provision.js";
+import { defaultStorageClass } from "../../src/persistentvolume/provision.js";
 import { inTreeCsiMigration } from "../../src/volume/csimigration/plugin-manager.js";
-import { modifyDeletionFinalizers } from "../../src/persistentvolume/reclaim.js";
+import {
+  modifyDeletionFinalizers,
+  updateMigrationAnnotations,
+} from "../../src/persistentvolume/csi-migration.js";
 import { BETA_STORAGE_CLASS_ANNOTATION } from "../../src/persistentvolume/pv-helpers.js";
 import {
   claimKeyOf,
