@@ -187,15 +187,20 @@ export async function updateClaimStatus(
   return saved;
 }
 
+/** The event that goes with a phase change. */
+export interface PhaseEvent {
+  type: EventType;
+  reason: string;
+  message: string;
+}
+
 /** updateClaimStatus plus an event, both only when the phase changes (so resyncs repeat neither). */
 export async function updateClaimStatusWithEvent(
   ctx: BinderContext,
   claim: V1PersistentVolumeClaim,
   phase: ClaimPhase,
   volume: V1PersistentVolume | undefined,
-  type: EventType,
-  reason: string,
-  message: string,
+  { type, reason, message }: PhaseEvent,
 ): Promise<V1PersistentVolumeClaim> {
   if (claim.status?.phase === phase) return claim;
   const saved = await updateClaimStatus(ctx, claim, phase, volume);
@@ -222,14 +227,12 @@ export async function updateVolumePhase(
   return saved;
 }
 
-/** updateVolumePhase plus an event, both only when the phase changes. */
+/** updateVolumePhase plus an event, both only when the phase changes; the event's message is the phase's. */
 export async function updateVolumePhaseWithEvent(
   ctx: BinderContext,
   volume: V1PersistentVolume,
   phase: VolumePhase,
-  type: EventType,
-  reason: string,
-  message: string,
+  { type, reason, message }: PhaseEvent,
 ): Promise<V1PersistentVolume> {
   if (volume.status?.phase === phase) return volume;
   const saved = await updateVolumePhase(ctx, volume, phase, message);

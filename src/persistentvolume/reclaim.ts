@@ -54,14 +54,11 @@ export async function reclaimVolume(ctx: BinderContext, volume: V1PersistentVolu
       });
       return;
     default:
-      await updateVolumePhaseWithEvent(
-        ctx,
-        volume,
-        VolumePhase.Failed,
-        "Warning",
-        EventReason.VolumeUnknownReclaimPolicy,
-        "Volume has unrecognized PersistentVolumeReclaimPolicy",
-      );
+      await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, {
+        type: "Warning",
+        reason: EventReason.VolumeUnknownReclaimPolicy,
+        message: "Volume has unrecognized PersistentVolumeReclaimPolicy",
+      });
   }
 }
 
@@ -143,7 +140,7 @@ async function recycleVolumeOperation(ctx: BinderContext, volume: V1PersistentVo
 /** Marks the volume Failed with a Warning; a failed save is logged, the next sync retries anyway. */
 async function markFailed(ctx: BinderContext, volume: V1PersistentVolume, reason: string, message: string) {
   try {
-    await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, "Warning", reason, message);
+    await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, { type: "Warning", reason, message });
   } catch (err) {
     ctx.log.debug(
       { volumeName: volume.metadata?.name, err: errorMessage(err) },
@@ -159,14 +156,11 @@ async function deleteVolumeOperation(ctx: BinderContext, volume: V1PersistentVol
   try {
     plugin = findDeletablePlugin(ctx, volume);
   } catch (err) {
-    await updateVolumePhaseWithEvent(
-      ctx,
-      volume,
-      VolumePhase.Failed,
-      "Warning",
-      EventReason.VolumeFailedDelete,
-      errorMessage(err),
-    );
+    await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, {
+      type: "Warning",
+      reason: EventReason.VolumeFailedDelete,
+      message: errorMessage(err),
+    });
   }
   if (!plugin) {
     ctx.log.debug({ volumeName: name }, "External deleter for volume requested, ignoring");
@@ -182,14 +176,11 @@ async function deleteVolumeOperation(ctx: BinderContext, volume: V1PersistentVol
       // The plugin needs more time: not a failure.
       ctx.volumeEvent(volume, "Normal", EventReason.VolumeDelete, errorMessage(err));
     } else {
-      await updateVolumePhaseWithEvent(
-        ctx,
-        volume,
-        VolumePhase.Failed,
-        "Warning",
-        EventReason.VolumeFailedDelete,
-        errorMessage(err),
-      );
+      await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, {
+        type: "Warning",
+        reason: EventReason.VolumeFailedDelete,
+        message: errorMessage(err),
+      });
     }
     throw err;
   }
