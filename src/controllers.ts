@@ -18,14 +18,14 @@ import { PVCProtectionController } from "./protection/pvc-protection-controller.
 import { PVProtectionController } from "./protection/pv-protection-controller.js";
 import type { ApiClients } from "./runtime/client.js";
 import type { InformerFactory } from "./runtime/informer/index.js";
-import type { LogSink } from "./runtime/logger.js";
+import type { Logger } from "./runtime/logger.js";
 import type { WorkqueueMetrics } from "./runtime/workqueue/index.js";
 
 export interface ControllerContext {
   config: RunConfig;
   clients: ApiClients;
   informers: InformerFactory;
-  logger: LogSink;
+  logger: Logger;
   /** Where controllers register their own metrics (served on /metrics). */
   registry: Registry;
   workqueueMetrics: WorkqueueMetrics;

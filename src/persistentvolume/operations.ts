@@ -1,5 +1,4 @@
 import type { Clock } from "../runtime/clock.js";
-import { errorMessage } from "../runtime/api-errors.js";
 import type { LogSink } from "../runtime/logger.js";
 import { ExponentialBackoff } from "../util/exponential-backoff.js";
 
@@ -52,7 +51,7 @@ export class OperationScheduler {
           backoff.update(this.#clock.now());
           this.#ops.set(name, { running: false, backoff });
           this.#log.error(
-            { operationName: name, err: errorMessage(err), retryAfterMs: backoff.durationMs },
+            { operationName: name, err, retryAfterMs: backoff.durationMs },
             "Operation failed; no retries permitted until the backoff has passed",
           );
         },

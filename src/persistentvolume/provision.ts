@@ -47,10 +47,7 @@ export function provisionClaim(ctx: BinderContext, claim: V1PersistentVolumeClai
   } catch (err) {
     // Retried on every syncUnboundClaim; the sync itself succeeds, as upstream.
     ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, errorMessage(err));
-    ctx.log.error(
-      { PVC: objectRef(claim), err: errorMessage(err) },
-      "Error finding provisioning plugin for claim",
-    );
+    ctx.log.error({ PVC: objectRef(claim), err }, "Error finding provisioning plugin for claim");
     return;
   }
   const { plugin, storageClass } = found;
@@ -307,10 +304,7 @@ function storeProvisioned(ctx: BinderContext, volume: V1PersistentVolume): void 
   try {
     ctx.cache.storeVolume(volume);
   } catch (err) {
-    ctx.log.debug(
-      { volumeName: volume.metadata?.name, err: errorMessage(err) },
-      "cannot update internal cache",
-    );
+    ctx.log.debug({ volumeName: volume.metadata?.name, err }, "cannot update internal cache");
   }
 }
 
@@ -365,16 +359,13 @@ async function rescheduleProvisioning(ctx: BinderContext, claim: V1PersistentVol
   try {
     saved = await ctx.api.updateClaim(clone);
   } catch (err) {
-    ctx.log.debug(
-      { PVC: objectRef(claim), err: errorMessage(err) },
-      "Failed to delete annotation selected-node",
-    );
+    ctx.log.debug({ PVC: objectRef(claim), err }, "Failed to delete annotation selected-node");
     return;
   }
   try {
     ctx.cache.storeClaim(saved);
   } catch (err) {
-    ctx.log.debug({ PVC: objectRef(claim), err: errorMessage(err) }, "cannot update internal cache");
+    ctx.log.debug({ PVC: objectRef(claim), err }, "cannot update internal cache");
   }
 }
 

@@ -3,7 +3,7 @@ import { realClock, type Clock } from "../runtime/clock.js";
 import type { ApiClients } from "../runtime/client.js";
 import type { EventSink } from "../runtime/events/event-sink.js";
 import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
-import type { LogSink } from "../runtime/logger.js";
+import type { Logger } from "../runtime/logger.js";
 import {
   newRateLimitingQueue,
   runWorkers,
@@ -22,7 +22,8 @@ export interface PersistentVolumeBinderOptions {
   informers: InformerFactory;
   plugins: VolumePluginManager;
   events: EventSink;
-  logger: LogSink;
+  /** The process logger; the binder logs through a child bound to its controller name. */
+  logger: Logger;
   clock?: Clock;
   workqueueMetrics?: WorkqueueMetrics;
   /** The binder's own metrics: the pv_collector gauges, operation timings, retroactive class assignments. */
@@ -55,6 +56,8 @@ export class PersistentVolumeBinder {
 
   constructor(opts: PersistentVolumeBinderOptions) {
     this.#clock = opts.clock ?? realClock;
+    // Upstream KCM names each controller's logger after the controller (klog.LoggerWithName).
+    const log = opts.logger.child({ controller: "persistentvolume-binder-controller" });
     this.#resyncPeriodMs = opts.resyncPeriodMs;
     const { informers } = opts;
     this.#volumes = informers.persistentVolumes();
@@ -99,7 +102,7 @@ export class PersistentVolumeBinder {
 
     this.#controller = new PersistentVolumeController({
       api: opts.pauseAfterBindWrite
-        ? pauseAfterBindWrite(new CoreV1BinderApi(opts.clients.core), opts.pauseAfterBindWrite, opts.logger)
+        ? pauseAfterBindWrite(new CoreV1BinderApi(opts.clients.core), opts.pauseAfterBindWrite, log)
         : new CoreV1BinderApi(opts.clients.core),
       classes: classes.store,
       claims: this.#claims.store,
@@ -109,7 +112,7 @@ export class PersistentVolumeBinder {
       events: opts.events,
       plugins: opts.plugins,
       clock: this.#clock,
-      log: opts.logger,
+      log,
       enqueueClaim,
       enqueueVolume,
       options: { enableDynamicProvisioning: opts.enableDynamicProvisioning },

@@ -4,7 +4,7 @@ import type {
   V1PersistentVolumeClaim,
   V1StorageClass,
 } from "@kubernetes/client-node";
-import { errorMessage, isConflict } from "../runtime/api-errors.js";
+import { isConflict } from "../runtime/api-errors.js";
 import type { Clock } from "../runtime/clock.js";
 import type { EventSink } from "../runtime/events/event-sink.js";
 import { objectReference } from "../runtime/events/reference.js";
@@ -116,17 +116,14 @@ export class PersistentVolumeController {
       try {
         cache.storeVolume(structuredClone(volume));
       } catch (err) {
-        log.error(
-          { err: errorMessage(err), volumeName: volume.metadata?.name },
-          "Error updating volume cache",
-        );
+        log.error({ err, volumeName: volume.metadata?.name }, "Error updating volume cache");
       }
     }
     for (const claim of claims) {
       try {
         cache.storeClaim(structuredClone(claim));
       } catch (err) {
-        log.error({ err: errorMessage(err), PVC: objectRef(claim) }, "Error updating claim cache");
+        log.error({ err, PVC: objectRef(claim) }, "Error updating claim cache");
       }
     }
   }
@@ -222,7 +219,7 @@ export class PersistentVolumeController {
 
   #logSyncError(err: unknown, msg: string, fields: object): void {
     // Conflicts are routine: another writer (or our own earlier write) got there first.
-    if (isConflict(err)) this.#ctx.log.debug({ ...fields, err: errorMessage(err) }, msg);
-    else this.#ctx.log.error({ ...fields, err: errorMessage(err) }, msg);
+    if (isConflict(err)) this.#ctx.log.debug({ ...fields, err }, msg);
+    else this.#ctx.log.error({ ...fields, err }, msg);
   }
 }

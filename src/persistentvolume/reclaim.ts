@@ -75,7 +75,7 @@ async function stillReleased(
   try {
     current = await ctx.api.getVolume(name);
   } catch (err) {
-    ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Error reading persistent volume");
+    ctx.log.debug({ volumeName: name, err }, "Error reading persistent volume");
     return undefined;
   }
   if (!isVolumeReleased(ctx, current)) {
@@ -131,7 +131,7 @@ async function recycleVolumeOperation(ctx: BinderContext, volume: V1PersistentVo
   } catch (err) {
     // The next sync recycles it again: a "recently recycled" cache is left out, as upstream.
     ctx.log.debug(
-      { volumeName: name, err: errorMessage(err) },
+      { volumeName: name, err },
       "RecycleVolumeOperation: failed to make recycled volume 'Available', we will recycle the volume again",
     );
   }
@@ -142,10 +142,7 @@ async function markFailed(ctx: BinderContext, volume: V1PersistentVolume, reason
   try {
     await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, { type: "Warning", reason, message });
   } catch (err) {
-    ctx.log.debug(
-      { volumeName: volume.metadata?.name, err: errorMessage(err) },
-      "failed to mark volume as failed",
-    );
+    ctx.log.debug({ volumeName: volume.metadata?.name, err }, "failed to mark volume as failed");
   }
 }
 
@@ -171,7 +168,7 @@ async function deleteVolumeOperation(ctx: BinderContext, volume: V1PersistentVol
   try {
     await doDeleteVolume(ctx, plugin, volume);
   } catch (err) {
-    ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Deletion of volume failed");
+    ctx.log.debug({ volumeName: name, err }, "Deletion of volume failed");
     if (err instanceof DeletedVolumeInUseError) {
       // The plugin needs more time: not a failure.
       ctx.volumeEvent(volume, "Normal", EventReason.VolumeDelete, errorMessage(err));
@@ -188,7 +185,7 @@ async function deleteVolumeOperation(ctx: BinderContext, volume: V1PersistentVol
     await ctx.api.deleteVolume(name);
   } catch (err) {
     // Deleted again on the next sync; a "recently deleted" cache is left out, as upstream.
-    ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Failed to delete volume from database");
+    ctx.log.debug({ volumeName: name, err }, "Failed to delete volume from database");
   }
 }
 
@@ -223,7 +220,7 @@ async function removeDeletionProtectionFinalizer(
     // so cleaning up after a failed PV create always "fails", deletes the storage five times and
     // reports ProvisioningCleanupFailed although the storage is gone.
     if (isNotFound(err)) return;
-    ctx.log.error({ volumeName: name, err: errorMessage(err) }, "Error reading persistent volume");
+    ctx.log.error({ volumeName: name, err }, "Error reading persistent volume");
     throw err;
   }
   const finalizers = current.metadata?.finalizers ?? [];
