@@ -14,7 +14,8 @@ interface OperationState {
  * they schedule it and return, and the operation's writes trigger the next sync.
  *
  * Concurrency is not bounded, as upstream's one goroutine per operation: operations spend their time
- * waiting on the apiserver or a plugin, not on this process.
+ * waiting on the apiserver or a plugin, not on this process. A bound (p-queue) would make a
+ * provisioning wait behind unrelated slow deletions or recycler pods, which upstream never does.
  */
 export class OperationScheduler {
   readonly #clock: Clock;
