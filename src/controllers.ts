@@ -2,7 +2,7 @@ import type { Registry } from "prom-client";
 import type { ControllerName } from "./controller-names.js";
 import type { RunConfig } from "./options.js";
 import { PersistentVolumeMetrics } from "./persistentvolume/metrics.js";
-import { PersistentVolumeBinder } from "./persistentvolume/pv-controller-base.js";
+import { PersistentVolumeControllerRunner } from "./persistentvolume/pv-controller-base.js";
 import { realClock } from "./runtime/clock.js";
 import { EventRecorder } from "./runtime/events/recorder.js";
 import { AttachDetachController } from "./attachdetach/attach-detach-controller.js";
@@ -45,7 +45,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
     const plugins = new VolumePluginManager(ctx.logger);
     plugins.register(provisionableRecyclablePlugins(pluginOptions(ctx)));
     const events = eventRecorder(ctx, "persistentvolume-controller");
-    const binder = new PersistentVolumeBinder({
+    const binder = new PersistentVolumeControllerRunner({
       ...common(ctx),
       plugins,
       events,

@@ -17,7 +17,7 @@ import { pauseAfterBindWrite } from "./crash-seam.js";
 import type { PersistentVolumeMetrics } from "./metrics.js";
 import { PersistentVolumeController } from "./pv-controller.js";
 
-export interface PersistentVolumeBinderOptions {
+export interface PersistentVolumeControllerRunnerOptions {
   clients: Pick<ApiClients, "core">;
   informers: InformerFactory;
   plugins: VolumePluginManager;
@@ -37,14 +37,15 @@ export interface PersistentVolumeBinderOptions {
 }
 
 /**
- * The binder's machinery around PersistentVolumeController (upstream pv_controller_base.go): the
+ * Runs a PersistentVolumeController (upstream's one type is split in two: pv_controller.go's
+ * decisions there, pv_controller_base.go's informers, queues and Run here, as the files are): the
  * shared informers feed two queues, "claims" and "volumes", each drained by one worker so syncs of
  * one kind never overlap; a periodic resync re-queues everything. A worker reads the key's object
  * from the informer; an object the informer no longer has is a delete, handled with the
  * controller's cached copy. As upstream v1.37, a failed sync is re-queued rate-limited (5 ms doubling
  * per key, with a global bucket) and a good one forgets the key; operations carry their own backoff.
  */
-export class PersistentVolumeBinder {
+export class PersistentVolumeControllerRunner {
   readonly #volumes: SharedInformer<V1PersistentVolume>;
   readonly #claims: SharedInformer<V1PersistentVolumeClaim>;
   readonly #synced: Pick<SharedInformer<never>, "waitForCacheSync">[];
@@ -54,7 +55,7 @@ export class PersistentVolumeBinder {
   readonly #clock: Clock;
   readonly #resyncPeriodMs: number;
 
-  constructor(opts: PersistentVolumeBinderOptions) {
+  constructor(opts: PersistentVolumeControllerRunnerOptions) {
     this.#clock = opts.clock ?? realClock;
     // Upstream KCM names each controller's logger after the controller (klog.LoggerWithName).
     const log = opts.logger.child({ controller: "persistentvolume-binder-controller" });

@@ -53,9 +53,10 @@ export interface PersistentVolumeControllerDeps {
 
 /**
  * The PersistentVolume binder's decisions (upstream pv_controller.go) behind the entry points its
- * queue workers call. The informer/queue wiring lives elsewhere: it calls initializeCaches once the
- * informers have synced, then, per dequeued key, updateClaim/updateVolume with the informer's object
- * or, when the informer no longer has it, deleteClaim/deleteVolume with the cached one.
+ * queue workers call. PersistentVolumeControllerRunner (pv-controller-base.ts) calls initializeCaches
+ * once the informers have synced, then, per dequeued key, updateClaim/updateVolume with the
+ * informer's object or, when the informer no longer has it, deleteClaim/deleteVolume with the cached
+ * one.
  *
  * Every method expects to run on the worker of its kind only: syncs are not reentrant (two concurrent
  * syncClaims could bind one volume to two claims; the API's resourceVersion checks would catch it,
