@@ -121,7 +121,7 @@ async function provisionClaimOperation(
   try {
     await saveProvisionedVolume(ctx, volume, log);
   } catch (err) {
-    // A shutdown during a wait ends the operation; the next start finds the claim unbound again.
+    // A shutdown during a wait ends the operation here, without a cleanup: the process is stopping.
     if (ctx.signal.aborted && err === ctx.signal.reason) throw err;
     await deleteUnsavedVolume(ctx, claim, volume, err, log);
     return;
