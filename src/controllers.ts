@@ -2,7 +2,7 @@ import type { Registry } from "prom-client";
 import type { ControllerName } from "./controller-names.js";
 import type { RunConfig } from "./options.js";
 import { PersistentVolumeMetrics } from "./persistentvolume/metrics.js";
-import { PersistentVolumeBinder } from "./persistentvolume/pv-controller-base.js";
+import { PersistentVolumeControllerRunner } from "./persistentvolume/pv-controller-base.js";
 import { realClock } from "./runtime/clock.js";
 import { EventRecorder } from "./runtime/events/recorder.js";
 import { AttachDetachController } from "./attachdetach/attach-detach-controller.js";
@@ -18,14 +18,14 @@ import { PVCProtectionController } from "./protection/pvc-protection-controller.
 import { PVProtectionController } from "./protection/pv-protection-controller.js";
 import type { ApiClients } from "./runtime/client.js";
 import type { InformerFactory } from "./runtime/informer/index.js";
-import type { LogSink } from "./runtime/logger.js";
+import type { Logger } from "./runtime/logger.js";
 import type { WorkqueueMetrics } from "./runtime/workqueue/index.js";
 
 export interface ControllerContext {
   config: RunConfig;
   clients: ApiClients;
   informers: InformerFactory;
-  logger: LogSink;
+  logger: Logger;
   /** Where controllers register their own metrics (served on /metrics). */
   registry: Registry;
   workqueueMetrics: WorkqueueMetrics;
@@ -45,7 +45,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
     const plugins = new VolumePluginManager(ctx.logger);
     plugins.register(provisionableRecyclablePlugins(pluginOptions(ctx)));
     const events = eventRecorder(ctx, "persistentvolume-controller");
-    const binder = new PersistentVolumeBinder({
+    const binder = new PersistentVolumeControllerRunner({
       ...common(ctx),
       plugins,
       events,

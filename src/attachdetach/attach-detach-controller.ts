@@ -12,7 +12,7 @@ import {
   type RateLimitingQueue,
   type WorkqueueMetrics,
 } from "../runtime/workqueue/index.js";
-import type { EventSink } from "../persistentvolume/pv-controller.js";
+import type { EventSink } from "../runtime/events/event-sink.js";
 import { isPodTerminated, POD_PVC_INDEX, podPVCKeys } from "../protection/pod-usage.js";
 import type { VolumeSpec } from "../volume/plugin.js";
 import type { VolumePluginManager } from "../volume/plugin-manager.js";

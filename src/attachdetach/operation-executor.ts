@@ -3,7 +3,7 @@ import type { Clock } from "../runtime/clock.js";
 import { errorMessage } from "../runtime/api-errors.js";
 import { objectReference } from "../runtime/events/reference.js";
 import type { LogSink } from "../runtime/logger.js";
-import type { EventSink } from "../persistentvolume/pv-controller.js";
+import type { EventSink } from "../runtime/events/event-sink.js";
 import { ExponentialBackoff } from "../util/exponential-backoff.js";
 import {
   fullyQualifiedPluginName,

@@ -3,7 +3,7 @@ import { sleep, type Clock } from "../runtime/clock.js";
 import { errorMessage } from "../runtime/api-errors.js";
 import { objectReference } from "../runtime/events/reference.js";
 import type { LogSink } from "../runtime/logger.js";
-import type { EventSink } from "../persistentvolume/pv-controller.js";
+import type { EventSink } from "../runtime/events/event-sink.js";
 import type { ActualStateOfWorld } from "./cache/actual-state-of-world.js";
 import type { DesiredStateOfWorld, VolumeToAttach } from "./cache/desired-state-of-world.js";
 import { isMultiAttachAllowed, volumeMessage, type OperationExecutor } from "./operation-executor.js";

@@ -1,3 +1,5 @@
+import type { KubernetesObject } from "@kubernetes/client-node";
+
 /**
  * The names the PersistentVolume controller reads and writes on PVs, PVCs and StorageClasses, as in
  * upstream component-helpers/storage/volume and pkg/controller/volume/events. Values it writes are "yes".
@@ -76,3 +78,23 @@ export const VolumeBindingMode = {
   Immediate: "Immediate",
   WaitForFirstConsumer: "WaitForFirstConsumer",
 } as const;
+
+/** metav1.HasAnnotation: the key is present, whatever its value. */
+export function hasAnnotation(obj: KubernetesObject, key: string): boolean {
+  const annotations = obj.metadata?.annotations;
+  return annotations !== undefined && Object.hasOwn(annotations, key);
+}
+
+/** Sets an annotation on an object the caller owns (a copy). */
+export function setAnnotation(obj: KubernetesObject, key: string, value: string): void {
+  obj.metadata ??= {};
+  (obj.metadata.annotations ??= {})[key] = value;
+}
+
+/** Removes an annotation from an object the caller owns; no annotations is no field, as upstream. */
+export function removeAnnotation(obj: KubernetesObject, key: string): void {
+  const annotations = obj.metadata?.annotations;
+  if (!annotations) return;
+  Reflect.deleteProperty(annotations, key);
+  if (Object.keys(annotations).length === 0) delete obj.metadata?.annotations;
+}

@@ -1,5 +1,4 @@
 import type {
-  KubernetesObject,
   V1PersistentVolume,
   V1PersistentVolumeClaim,
   V1PersistentVolumeClaimStatus,
@@ -13,9 +12,12 @@ import {
   ANN_BOUND_BY_CONTROLLER,
   ANN_PRE_RESIZE_CAPACITY,
   ClaimPhase,
+  hasAnnotation,
+  removeAnnotation,
+  setAnnotation,
   VolumePhase,
 } from "./annotations.js";
-import type { BinderContext } from "./pv-controller.js";
+import type { BinderContext } from "./binder-context.js";
 import { isVolumeBoundToClaim } from "./pv-helpers.js";
 
 /**
@@ -24,26 +26,6 @@ import { isVolumeBoundToClaim } from "./pv-helpers.js";
  * the next sync sees it before the watch event arrives. The first failing write aborts; the next sync
  * finds the half-done binding and finishes it.
  */
-
-/** metav1.HasAnnotation: the key is present, whatever its value. */
-export function hasAnnotation(obj: KubernetesObject, key: string): boolean {
-  const annotations = obj.metadata?.annotations;
-  return annotations !== undefined && Object.hasOwn(annotations, key);
-}
-
-/** Sets an annotation on an object the caller owns (a copy). */
-export function setAnnotation(obj: KubernetesObject, key: string, value: string): void {
-  obj.metadata ??= {};
-  (obj.metadata.annotations ??= {})[key] = value;
-}
-
-/** Removes an annotation from an object the caller owns; no annotations is no field, as upstream. */
-export function removeAnnotation(obj: KubernetesObject, key: string): void {
-  const annotations = obj.metadata?.annotations;
-  if (!annotations) return;
-  Reflect.deleteProperty(annotations, key);
-  if (Object.keys(annotations).length === 0) delete obj.metadata?.annotations;
-}
 
 /**
  * Binds the volume and the claim in upstream's order: PV spec (claimRef), PV status (Bound), PVC spec
@@ -205,15 +187,20 @@ export async function updateClaimStatus(
   return saved;
 }
 
+/** The event that goes with a phase change. */
+export interface PhaseEvent {
+  type: EventType;
+  reason: string;
+  message: string;
+}
+
 /** updateClaimStatus plus an event, both only when the phase changes (so resyncs repeat neither). */
 export async function updateClaimStatusWithEvent(
   ctx: BinderContext,
   claim: V1PersistentVolumeClaim,
   phase: ClaimPhase,
   volume: V1PersistentVolume | undefined,
-  type: EventType,
-  reason: string,
-  message: string,
+  { type, reason, message }: PhaseEvent,
 ): Promise<V1PersistentVolumeClaim> {
   if (claim.status?.phase === phase) return claim;
   const saved = await updateClaimStatus(ctx, claim, phase, volume);
@@ -240,14 +227,12 @@ export async function updateVolumePhase(
   return saved;
 }
 
-/** updateVolumePhase plus an event, both only when the phase changes. */
+/** updateVolumePhase plus an event, both only when the phase changes; the event's message is the phase's. */
 export async function updateVolumePhaseWithEvent(
   ctx: BinderContext,
   volume: V1PersistentVolume,
   phase: VolumePhase,
-  type: EventType,
-  reason: string,
-  message: string,
+  { type, reason, message }: PhaseEvent,
 ): Promise<V1PersistentVolume> {
   if (volume.status?.phase === phase) return volume;
   const saved = await updateVolumePhase(ctx, volume, phase, message);

@@ -1,5 +1,19 @@
 import type { CoreV1Api, V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
-import type { BinderApi } from "./pv-controller.js";
+
+/**
+ * The API writes and reads of the binder. Every update sends the object's resourceVersion, so a
+ * stale write fails with a 409 Conflict; errors are client-node's ApiException (see api-errors).
+ */
+export interface BinderApi {
+  getVolume(name: string): Promise<V1PersistentVolume>;
+  createVolume(volume: V1PersistentVolume): Promise<V1PersistentVolume>;
+  updateVolume(volume: V1PersistentVolume): Promise<V1PersistentVolume>;
+  updateVolumeStatus(volume: V1PersistentVolume): Promise<V1PersistentVolume>;
+  deleteVolume(name: string): Promise<void>;
+  getClaim(namespace: string, name: string): Promise<V1PersistentVolumeClaim>;
+  updateClaim(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim>;
+  updateClaimStatus(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim>;
+}
 
 /** The CoreV1Api calls the binder makes. */
 export type BinderCoreApi = Pick<

@@ -8,11 +8,13 @@ import {
   ANN_SELECTED_NODE,
   ClaimPhase,
   EventReason,
+  hasAnnotation,
   VolumeBindingMode,
 } from "./annotations.js";
-import { bind, hasAnnotation, updateClaimStatus, updateClaimStatusWithEvent } from "./bind.js";
-import { assignDefaultStorageClass, provisionClaim, updateMigrationAnnotations } from "./provision.js";
-import type { BinderContext } from "./pv-controller.js";
+import { bind, updateClaimStatus, updateClaimStatusWithEvent } from "./bind.js";
+import { updateMigrationAnnotations } from "./csi-migration.js";
+import { assignDefaultStorageClass, provisionClaim } from "./provision.js";
+import type { BinderContext } from "./binder-context.js";
 import {
   checkAccessModes,
   claimKey,
@@ -185,28 +187,20 @@ async function syncUnboundClaimRequestedVolume(
 export async function syncBoundClaim(ctx: BinderContext, claim: V1PersistentVolumeClaim): Promise<void> {
   const volumeName = claim.spec?.volumeName ?? "";
   if (volumeName === "") {
-    await updateClaimStatusWithEvent(
-      ctx,
-      claim,
-      ClaimPhase.Lost,
-      undefined,
-      "Warning",
-      EventReason.ClaimLost,
-      "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
-    );
+    await updateClaimStatusWithEvent(ctx, claim, ClaimPhase.Lost, undefined, {
+      type: "Warning",
+      reason: EventReason.ClaimLost,
+      message: "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
+    });
     return;
   }
   const volume = ctx.cache.getVolume(volumeName);
   if (!volume) {
-    await updateClaimStatusWithEvent(
-      ctx,
-      claim,
-      ClaimPhase.Lost,
-      undefined,
-      "Warning",
-      EventReason.ClaimLost,
-      "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
-    );
+    await updateClaimStatusWithEvent(ctx, claim, ClaimPhase.Lost, undefined, {
+      type: "Warning",
+      reason: EventReason.ClaimLost,
+      message: "Bound claim has lost its PersistentVolume. Data on the volume is lost!",
+    });
     return;
   }
   const ref = volume.spec?.claimRef;
@@ -217,15 +211,11 @@ export async function syncBoundClaim(ctx: BinderContext, claim: V1PersistentVolu
     return;
   }
   // Lost is terminal: two claims point at one volume and this one is not the volume's.
-  await updateClaimStatusWithEvent(
-    ctx,
-    claim,
-    ClaimPhase.Lost,
-    undefined,
-    "Warning",
-    EventReason.ClaimMisbound,
-    "Two claims are bound to the same volume, this one is bound incorrectly",
-  );
+  await updateClaimStatusWithEvent(ctx, claim, ClaimPhase.Lost, undefined, {
+    type: "Warning",
+    reason: EventReason.ClaimMisbound,
+    message: "Two claims are bound to the same volume, this one is bound incorrectly",
+  });
 }
 
 /**

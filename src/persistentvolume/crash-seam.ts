@@ -1,5 +1,5 @@
 import type { LogSink } from "../runtime/logger.js";
-import type { BinderApi } from "./pv-controller.js";
+import type { BinderApi } from "./binder-api.js";
 
 interface Bindable {
   spec?: { claimRef?: unknown; volumeName?: string };

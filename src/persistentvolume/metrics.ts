@@ -1,4 +1,4 @@
-import type { V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass } from "@kubernetes/client-node";
+import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { Counter, Histogram, type Registry } from "prom-client";
 import type { Clock } from "../runtime/clock.js";
 import { countGauge, oncePerRegistry } from "../runtime/metrics.js";
@@ -10,7 +10,6 @@ import {
   type VolumeSpec,
 } from "../volume/plugin.js";
 import { ClaimPhase, VolumePhase } from "./annotations.js";
-import type { CsiMigration } from "../volume/csimigration/plugin-manager.js";
 import { claimVAC, getClaimClass } from "./pv-helpers.js";
 
 /** The operation_name label values: the operations whose end-to-end time is measured. */
@@ -248,13 +247,4 @@ function pluginName(source: CollectorSource, volume: V1PersistentVolume): string
     return PLUGIN_NAME_NOT_AVAILABLE;
   }
   return fullyQualifiedPluginName(name, specFromPersistentVolume(volume, true));
-}
-
-/**
- * The plugin_name of an operation handed to the class's external provisioner: the CSI driver an
- * in-tree provisioner migrated to, else the class's provisioner (never the PV's provisioned-by
- * annotation, which e.g. local provisioners fill with arbitrary names).
- */
-export function classProvisionerName(migration: CsiMigration, storageClass: V1StorageClass): string {
-  return migration.migratedDriver(storageClass.provisioner) ?? storageClass.provisioner;
 }

@@ -1,5 +1,4 @@
 import type { Clock } from "../runtime/clock.js";
-import { errorMessage } from "../runtime/api-errors.js";
 import type { LogSink } from "../runtime/logger.js";
 import { ExponentialBackoff } from "../util/exponential-backoff.js";
 
@@ -15,7 +14,8 @@ interface OperationState {
  * they schedule it and return, and the operation's writes trigger the next sync.
  *
  * Concurrency is not bounded, as upstream's one goroutine per operation: operations spend their time
- * waiting on the apiserver or a plugin, not on this process.
+ * waiting on the apiserver or a plugin, not on this process. A bound (p-queue) would make a
+ * provisioning wait behind unrelated slow deletions or recycler pods, which upstream never does.
  */
 export class OperationScheduler {
   readonly #clock: Clock;
@@ -52,7 +52,7 @@ export class OperationScheduler {
           backoff.update(this.#clock.now());
           this.#ops.set(name, { running: false, backoff });
           this.#log.error(
-            { operationName: name, err: errorMessage(err), retryAfterMs: backoff.durationMs },
+            { operationName: name, err, retryAfterMs: backoff.durationMs },
             "Operation failed; no retries permitted until the backoff has passed",
           );
         },

@@ -6,32 +6,30 @@ import type {
 } from "@kubernetes/client-node";
 import { errorMessage, isAlreadyExists, isNotFound } from "../runtime/api-errors.js";
 import { objectReference } from "../runtime/events/reference.js";
-import { sleep } from "../runtime/clock.js";
 import { objectRef } from "../runtime/logger.js";
-import type { ProvisionableVolumePlugin } from "../volume/plugin.js";
+import { retryWithInterval, type RetryOptions } from "../util/retry.js";
+import type { ProvisionableVolumePlugin, Provisioner } from "../volume/plugin.js";
 import {
   ANN_BETA_IS_DEFAULT_STORAGE_CLASS,
   ANN_BETA_STORAGE_PROVISIONER,
   ANN_BOUND_BY_CONTROLLER,
   ANN_DYNAMICALLY_PROVISIONED,
   ANN_IS_DEFAULT_STORAGE_CLASS,
-  ANN_MIGRATED_TO,
   ANN_SELECTED_NODE,
   ANN_STORAGE_PROVISIONER,
   EventReason,
   FINALIZER_IN_TREE_PV_PROTECTION,
+  hasAnnotation,
   ReclaimPolicy,
+  removeAnnotation,
+  setAnnotation,
   VolumePhase,
 } from "./annotations.js";
-import { hasAnnotation, removeAnnotation, setAnnotation } from "./bind.js";
-import { classProvisionerName } from "./metrics.js";
-import type { CsiMigration } from "../volume/csimigration/plugin-manager.js";
-import type { BinderContext } from "./pv-controller.js";
+import { classProvisionerName, IN_TREE_PLUGIN_PREFIX, updateMigrationAnnotations } from "./csi-migration.js";
+import type { BinderContext } from "./binder-context.js";
 import { BETA_STORAGE_CLASS_ANNOTATION, claimKey, getClaimClass } from "./pv-helpers.js";
 import { doDeleteVolume, findDeletablePlugin } from "./reclaim.js";
 
-/** Plugins with this prefix are in-tree: not finding one is an error, not a hand-off to an external provisioner. */
-const IN_TREE_PREFIX = "kubernetes.io/";
 /** The in-process CSI plugin: the only one that may provision from a dataSource. */
 const CSI_PLUGIN_NAME = "kubernetes.io/csi";
 
@@ -49,10 +47,7 @@ export function provisionClaim(ctx: BinderContext, claim: V1PersistentVolumeClai
   } catch (err) {
     // Retried on every syncUnboundClaim; the sync itself succeeds, as upstream.
     ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, errorMessage(err));
-    ctx.log.error(
-      { PVC: objectRef(claim), err: errorMessage(err) },
-      "Error finding provisioning plugin for claim",
-    );
+    ctx.log.error({ PVC: objectRef(claim), err }, "Error finding provisioning plugin for claim");
     return;
   }
   const { plugin, storageClass } = found;
@@ -89,7 +84,7 @@ function findProvisionablePlugin(
   try {
     return { plugin: ctx.plugins.findProvisionablePluginByName(provisioner), storageClass };
   } catch (err) {
-    if (!provisioner.startsWith(IN_TREE_PREFIX)) return { plugin: undefined, storageClass };
+    if (!provisioner.startsWith(IN_TREE_PLUGIN_PREFIX)) return { plugin: undefined, storageClass };
     throw err;
   }
 }
@@ -101,9 +96,8 @@ async function provisionClaimOperation(
   plugin: ProvisionableVolumePlugin,
   storageClass: V1StorageClass,
 ): Promise<void> {
-  const claimClass = getClaimClass(claim);
   const pluginName = plugin.name;
-  const log = { PVC: objectRef(claim), storageClassName: claimClass, pluginName };
+  const log = { PVC: objectRef(claim), storageClassName: getClaimClass(claim), pluginName };
   ctx.log.debug(log, "provisionClaimOperation started");
   if (pluginName !== CSI_PLUGIN_NAME && claim.spec?.dataSource) {
     const message = `plugin "${pluginName}" is not a CSI plugin. Only CSI plugin can provision a claim with a datasource`;
@@ -115,25 +109,55 @@ async function provisionClaimOperation(
 
   // A previous operation may have created the PV (its name is deterministic) while we waited.
   const pvName = `pvc-${claim.metadata?.uid ?? ""}`;
-  try {
-    await ctx.api.getVolume(pvName);
+  if (await volumeExists(ctx, pvName)) {
     ctx.log.debug(log, "provisionClaimOperation: volume already exists, skipping");
     return;
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
   }
+  const provisioner = newProvisioner(ctx, claim, plugin, storageClass, pvName);
+  const node = selectedNode(ctx, claim);
+  const provisioned = await provisionVolume(ctx, claim, provisioner, storageClass, node);
+  const volume = prebindProvisionedVolume(provisioned, claim, pvName, pluginName);
+  const volumeName = volume.metadata?.name ?? "";
+  try {
+    await saveProvisionedVolume(ctx, volume, log);
+  } catch (err) {
+    // A shutdown during a wait ends the operation here, without a cleanup: the process is stopping.
+    if (ctx.signal.aborted && err === ctx.signal.reason) throw err;
+    await deleteUnsavedVolume(ctx, claim, volume, err, log);
+    return;
+  }
+  ctx.log.info({ ...log, volumeName }, "Volume provisioned for claim");
+  const message = `Successfully provisioned volume ${volumeName} using ${pluginName}`;
+  ctx.claimEvent(claim, "Normal", EventReason.ProvisioningSucceeded, message);
+}
 
+async function volumeExists(ctx: BinderContext, name: string): Promise<boolean> {
+  try {
+    await ctx.api.getVolume(name);
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
+  }
+}
+
+/** The plugin's provisioner for the class; a failure is reported on the claim. */
+function newProvisioner(
+  ctx: BinderContext,
+  claim: V1PersistentVolumeClaim,
+  plugin: ProvisionableVolumePlugin,
+  storageClass: V1StorageClass,
+  pvName: string,
+): Provisioner {
   const mountOptions = storageClass.mountOptions ?? [];
   // Creating the PV would fail validation anyway.
   if (!plugin.supportsMountOptions && mountOptions.length > 0) {
     const message = `Mount options are not supported by the provisioner but StorageClass "${storageClass.metadata?.name ?? ""}" has mount options [${mountOptions.join(" ")}]`;
     ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, message);
-    throw new Error(`provisioner "${pluginName}" doesn't support mount options`);
+    throw new Error(`provisioner "${plugin.name}" doesn't support mount options`);
   }
-
-  let provisioner;
   try {
-    provisioner = plugin.newProvisioner({
+    return plugin.newProvisioner({
       pvName,
       pvc: claim,
       // The API defaults a class's reclaimPolicy to Delete.
@@ -142,34 +166,33 @@ async function provisionClaimOperation(
       parameters: storageClass.parameters ?? {},
     });
   } catch (err) {
-    ctx.claimEvent(
-      claim,
-      "Warning",
-      EventReason.ProvisioningFailed,
-      `Failed to create provisioner: ${errorMessage(err)}`,
-    );
+    const message = `Failed to create provisioner: ${errorMessage(err)}`;
+    ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, message);
     throw err;
   }
+}
 
-  let selectedNode: V1Node | undefined;
+/** The node the scheduler chose for a WaitForFirstConsumer claim; undefined when none was chosen. */
+function selectedNode(ctx: BinderContext, claim: V1PersistentVolumeClaim): V1Node | undefined {
   const nodeName = claim.metadata?.annotations?.[ANN_SELECTED_NODE];
-  if (nodeName !== undefined) {
-    selectedNode = ctx.nodes.get(nodeName);
-    if (!selectedNode) {
-      const message = `node "${nodeName}" not found`;
-      ctx.claimEvent(
-        claim,
-        "Warning",
-        EventReason.ProvisioningFailed,
-        `Failed to get target node: ${message}`,
-      );
-      throw new Error(message);
-    }
-  }
+  if (nodeName === undefined) return undefined;
+  const node = ctx.nodes.get(nodeName);
+  if (node) return node;
+  const message = `node "${nodeName}" not found`;
+  ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, `Failed to get target node: ${message}`);
+  throw new Error(message);
+}
 
-  let volume: V1PersistentVolume;
+/** The plugin creates the storage; its PV comes back as a copy the caller may change. */
+async function provisionVolume(
+  ctx: BinderContext,
+  claim: V1PersistentVolumeClaim,
+  provisioner: Provisioner,
+  storageClass: V1StorageClass,
+  node: V1Node | undefined,
+): Promise<V1PersistentVolume> {
   try {
-    volume = structuredClone(await provisioner.provision(selectedNode, storageClass.allowedTopologies));
+    return structuredClone(await provisioner.provision(node, storageClass.allowedTopologies));
   } catch (err) {
     // Only a failure of the storage itself sends the claim back to the scheduler.
     await rescheduleProvisioning(ctx, claim);
@@ -177,11 +200,23 @@ async function provisionClaimOperation(
     ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, message);
     throw err;
   }
-  const volumeName = volume.metadata?.name || pvName;
-  (volume.metadata ??= {}).name = volumeName;
+}
+
+/**
+ * Completes the plugin's PV (modified in place) as the controller saves it: named (pvName unless the
+ * plugin chose a name), pre-bound to the claim in the claim's class, bound-by-controller, marked with
+ * the plugin that provisioned it, and protected by the in-tree finalizer when its policy is Delete.
+ */
+function prebindProvisionedVolume(
+  volume: V1PersistentVolume,
+  claim: V1PersistentVolumeClaim,
+  pvName: string,
+  pluginName: string,
+): V1PersistentVolume {
+  (volume.metadata ??= {}).name = volume.metadata.name || pvName;
   volume.spec ??= {};
   volume.spec.claimRef = objectReference(claim, "PersistentVolumeClaim");
-  volume.spec.storageClassName = claimClass;
+  volume.spec.storageClassName = getClaimClass(claim);
   // The apiserver resets a created PV's status to Pending; syncVolume then moves it to Bound.
   (volume.status ??= {}).phase = VolumePhase.Bound;
   setAnnotation(volume, ANN_BOUND_BY_CONTROLLER, "yes");
@@ -189,41 +224,59 @@ async function provisionClaimOperation(
   if (volume.spec.persistentVolumeReclaimPolicy === ReclaimPolicy.Delete) {
     volume.metadata.finalizers = [FINALIZER_IN_TREE_PV_PROTECTION];
   }
+  return volume;
+}
 
+/** The create and cleanup retries of a provisioned PV (upstream createProvisionedPVRetryCount/Interval). */
+function provisionRetry(ctx: BinderContext): RetryOptions {
   const { provisionRetries, provisionRetryIntervalMs } = ctx.options;
-  let createError: unknown;
-  for (let i = 0; i < provisionRetries; i++) {
+  return {
+    attempts: provisionRetries,
+    intervalMs: provisionRetryIntervalMs,
+    clock: ctx.clock,
+    signal: ctx.signal,
+  };
+}
+
+/** Creates the PV, retried; rejects with the last error when every attempt failed. */
+async function saveProvisionedVolume(
+  ctx: BinderContext,
+  volume: V1PersistentVolume,
+  log: object,
+): Promise<void> {
+  const volumeName = volume.metadata?.name;
+  await retryWithInterval(async () => {
     try {
       const saved = await ctx.api.createVolume(volume);
       ctx.log.debug({ ...log, volumeName }, "Volume for claim saved");
       storeProvisioned(ctx, saved);
-      createError = undefined;
-      break;
     } catch (err) {
       // The apiserver may have saved it and failed to answer.
       if (isAlreadyExists(err)) {
         ctx.log.debug({ ...log, volumeName }, "Volume for claim already exists, reusing");
-        createError = undefined;
-        break;
+        return;
       }
-      createError = err;
-      ctx.log.debug({ ...log, volumeName, err: errorMessage(err) }, "Failed to save volume for claim");
-      await sleep(ctx.clock, provisionRetryIntervalMs, ctx.signal);
+      ctx.log.debug({ ...log, volumeName, err }, "Failed to save volume for claim");
+      throw err;
     }
-  }
+  }, provisionRetry(ctx));
+}
 
-  if (createError === undefined) {
-    ctx.log.info({ ...log, volumeName }, "Volume provisioned for claim");
-    const message = `Successfully provisioned volume ${volumeName} using ${pluginName}`;
-    ctx.claimEvent(claim, "Normal", EventReason.ProvisioningSucceeded, message);
-    return;
-  }
-
-  // The storage exists but no PV describes it: delete the storage rather than leak it.
+/**
+ * The storage exists but no PV describes it: deletes the storage, retried as the create, rather than
+ * leak it. Both the failed create and a failed cleanup are reported on the claim.
+ */
+async function deleteUnsavedVolume(
+  ctx: BinderContext,
+  claim: V1PersistentVolumeClaim,
+  volume: V1PersistentVolume,
+  createError: unknown,
+  log: object,
+): Promise<void> {
   const key = claimKey(claim);
+  const volumeName = volume.metadata?.name;
   const failed = `Error creating provisioned PV object for claim ${key}: ${errorMessage(createError)}. Deleting the volume.`;
   ctx.claimEvent(claim, "Warning", EventReason.ProvisioningFailed, failed);
-  let deleteError: unknown;
   try {
     const deleter = findDeletablePlugin(ctx, volume);
     if (!deleter) {
@@ -231,23 +284,17 @@ async function provisionClaimOperation(
       ctx.log.error(log, "Error finding internal deleter for volume plugin");
       return;
     }
-    for (let i = 0; i < provisionRetries; i++) {
+    await retryWithInterval(async () => {
       try {
         await doDeleteVolume(ctx, deleter, volume);
-        deleteError = undefined;
-        ctx.log.debug({ ...log, volumeName }, "provisionClaimOperation: cleaning volume succeeded");
-        break;
       } catch (err) {
-        deleteError = err;
-        ctx.log.debug({ volumeName, err: errorMessage(err) }, "Failed to delete volume");
-        await sleep(ctx.clock, provisionRetryIntervalMs, ctx.signal);
+        ctx.log.debug({ volumeName, err }, "Failed to delete volume");
+        throw err;
       }
-    }
+      ctx.log.debug({ ...log, volumeName }, "provisionClaimOperation: cleaning volume succeeded");
+    }, provisionRetry(ctx));
   } catch (err) {
-    deleteError = err;
-  }
-  if (deleteError !== undefined) {
-    const message = `Error cleaning provisioned volume for claim ${key}: ${errorMessage(deleteError)}. Please delete manually.`;
+    const message = `Error cleaning provisioned volume for claim ${key}: ${errorMessage(err)}. Please delete manually.`;
     ctx.claimEvent(claim, "Warning", EventReason.ProvisioningCleanupFailed, message);
   }
 }
@@ -257,10 +304,7 @@ function storeProvisioned(ctx: BinderContext, volume: V1PersistentVolume): void 
   try {
     ctx.cache.storeVolume(volume);
   } catch (err) {
-    ctx.log.debug(
-      { volumeName: volume.metadata?.name, err: errorMessage(err) },
-      "cannot update internal cache",
-    );
+    ctx.log.debug({ volumeName: volume.metadata?.name, err }, "cannot update internal cache");
   }
 }
 
@@ -270,7 +314,7 @@ async function provisionClaimOperationExternal(
   claim: V1PersistentVolumeClaim,
   storageClass: V1StorageClass,
 ): Promise<void> {
-  const provisionerName = ctx.migration.migratedDriver(storageClass.provisioner) ?? storageClass.provisioner;
+  const provisionerName = classProvisionerName(ctx.migration, storageClass);
   try {
     claim = await setClaimProvisioner(ctx, claim, provisionerName);
   } catch (err) {
@@ -315,47 +359,14 @@ async function rescheduleProvisioning(ctx: BinderContext, claim: V1PersistentVol
   try {
     saved = await ctx.api.updateClaim(clone);
   } catch (err) {
-    ctx.log.debug(
-      { PVC: objectRef(claim), err: errorMessage(err) },
-      "Failed to delete annotation selected-node",
-    );
+    ctx.log.debug({ PVC: objectRef(claim), err }, "Failed to delete annotation selected-node");
     return;
   }
   try {
     ctx.cache.storeClaim(saved);
   } catch (err) {
-    ctx.log.debug({ PVC: objectRef(claim), err: errorMessage(err) }, "cannot update internal cache");
+    ctx.log.debug({ PVC: objectRef(claim), err }, "cannot update internal cache");
   }
-}
-
-/**
- * Sets or removes migrated-to on a claim's or volume's annotations (a copy) from its provisioner
- * (storage-provisioner on a claim, provisioned-by on a volume) and whether that plugin is migrated
- * to CSI. Answers whether anything changed.
- */
-export function updateMigrationAnnotations(
-  migration: CsiMigration,
-  annotations: Record<string, string> | undefined,
-  claim: boolean,
-): boolean {
-  if (!annotations) return false;
-  const keys = claim
-    ? [ANN_STORAGE_PROVISIONER, ANN_BETA_STORAGE_PROVISIONER]
-    : [ANN_DYNAMICALLY_PROVISIONED];
-  const key = keys.find((k) => Object.hasOwn(annotations, k));
-  if (key === undefined) return false;
-  const provisioner = annotations[key] ?? "";
-  const migratedTo = annotations[ANN_MIGRATED_TO] ?? "";
-  const driver = migration.migratedDriver(provisioner);
-  if (driver !== undefined) {
-    if (migratedTo === driver) return false;
-    annotations[ANN_MIGRATED_TO] = driver;
-    return true;
-  }
-  // Migration was rolled back for this plugin.
-  if (migratedTo === "") return false;
-  Reflect.deleteProperty(annotations, ANN_MIGRATED_TO);
-  return true;
 }
 
 /**

@@ -1,8 +1,9 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { realClock, type Clock } from "../runtime/clock.js";
 import type { ApiClients } from "../runtime/client.js";
+import type { EventSink } from "../runtime/events/event-sink.js";
 import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
-import type { LogSink } from "../runtime/logger.js";
+import type { Logger } from "../runtime/logger.js";
 import {
   newRateLimitingQueue,
   runWorkers,
@@ -14,14 +15,15 @@ import type { VolumePluginManager } from "../volume/plugin-manager.js";
 import { CoreV1BinderApi } from "./binder-api.js";
 import { pauseAfterBindWrite } from "./crash-seam.js";
 import type { PersistentVolumeMetrics } from "./metrics.js";
-import { PersistentVolumeController, type EventSink } from "./pv-controller.js";
+import { PersistentVolumeController } from "./pv-controller.js";
 
-export interface PersistentVolumeBinderOptions {
+export interface PersistentVolumeControllerRunnerOptions {
   clients: Pick<ApiClients, "core">;
   informers: InformerFactory;
   plugins: VolumePluginManager;
   events: EventSink;
-  logger: LogSink;
+  /** The process logger; the binder logs through a child bound to its controller name. */
+  logger: Logger;
   clock?: Clock;
   workqueueMetrics?: WorkqueueMetrics;
   /** The binder's own metrics: the pv_collector gauges, operation timings, retroactive class assignments. */
@@ -35,14 +37,15 @@ export interface PersistentVolumeBinderOptions {
 }
 
 /**
- * The binder's machinery around PersistentVolumeController (upstream pv_controller_base.go): the
+ * Runs a PersistentVolumeController (upstream's one type is split in two: pv_controller.go's
+ * decisions there, pv_controller_base.go's informers, queues and Run here, as the files are): the
  * shared informers feed two queues, "claims" and "volumes", each drained by one worker so syncs of
  * one kind never overlap; a periodic resync re-queues everything. A worker reads the key's object
  * from the informer; an object the informer no longer has is a delete, handled with the
  * controller's cached copy. As upstream v1.37, a failed sync is re-queued rate-limited (5 ms doubling
  * per key, with a global bucket) and a good one forgets the key; operations carry their own backoff.
  */
-export class PersistentVolumeBinder {
+export class PersistentVolumeControllerRunner {
   readonly #volumes: SharedInformer<V1PersistentVolume>;
   readonly #claims: SharedInformer<V1PersistentVolumeClaim>;
   readonly #synced: Pick<SharedInformer<never>, "waitForCacheSync">[];
@@ -52,8 +55,10 @@ export class PersistentVolumeBinder {
   readonly #clock: Clock;
   readonly #resyncPeriodMs: number;
 
-  constructor(opts: PersistentVolumeBinderOptions) {
+  constructor(opts: PersistentVolumeControllerRunnerOptions) {
     this.#clock = opts.clock ?? realClock;
+    // Upstream KCM names each controller's logger after the controller (klog.LoggerWithName).
+    const log = opts.logger.child({ controller: "persistentvolume-binder-controller" });
     this.#resyncPeriodMs = opts.resyncPeriodMs;
     const { informers } = opts;
     this.#volumes = informers.persistentVolumes();
@@ -98,7 +103,7 @@ export class PersistentVolumeBinder {
 
     this.#controller = new PersistentVolumeController({
       api: opts.pauseAfterBindWrite
-        ? pauseAfterBindWrite(new CoreV1BinderApi(opts.clients.core), opts.pauseAfterBindWrite, opts.logger)
+        ? pauseAfterBindWrite(new CoreV1BinderApi(opts.clients.core), opts.pauseAfterBindWrite, log)
         : new CoreV1BinderApi(opts.clients.core),
       classes: classes.store,
       claims: this.#claims.store,
@@ -108,7 +113,7 @@ export class PersistentVolumeBinder {
       events: opts.events,
       plugins: opts.plugins,
       clock: this.#clock,
-      log: opts.logger,
+      log,
       enqueueClaim,
       enqueueVolume,
       options: { enableDynamicProvisioning: opts.enableDynamicProvisioning },

@@ -2,74 +2,30 @@ import type {
   V1Node,
   V1PersistentVolume,
   V1PersistentVolumeClaim,
-  V1Pod,
   V1StorageClass,
 } from "@kubernetes/client-node";
-import { errorMessage, isConflict } from "../runtime/api-errors.js";
+import { isConflict } from "../runtime/api-errors.js";
 import type { Clock } from "../runtime/clock.js";
-import type { EventType } from "../runtime/events/recorder.js";
-import { objectReference, type EventSubject } from "../runtime/events/reference.js";
+import type { EventSink } from "../runtime/events/event-sink.js";
+import { objectReference } from "../runtime/events/reference.js";
 import { objectKey } from "../runtime/informer/store.js";
 import { objectRef, type LogSink } from "../runtime/logger.js";
 import { isPodTerminated, POD_PVC_INDEX } from "../protection/pod-usage.js";
-import type { VolumePluginManager } from "../volume/plugin-manager.js";
+import type { BinderApi } from "./binder-api.js";
+import type {
+  BinderContext,
+  Lister,
+  PersistentVolumeControllerOptions,
+  PluginFinder,
+  PodIndexer,
+} from "./binder-context.js";
 import { syncClaim } from "./claim-sync.js";
 import { ControllerCache } from "./controller-cache.js";
-import type { BinderMetrics, PersistentVolumeMetrics } from "./metrics.js";
+import type { PersistentVolumeMetrics } from "./metrics.js";
 import { OperationScheduler } from "./operations.js";
 import { claimKey } from "./pv-helpers.js";
 import { syncVolume } from "./volume-sync.js";
 import { inTreeCsiMigration, type CsiMigration } from "../volume/csimigration/plugin-manager.js";
-
-/**
- * The API writes and reads of the binder. Every update sends the object's resourceVersion, so a
- * stale write fails with a 409 Conflict; errors are client-node's ApiException (see api-errors).
- */
-export interface BinderApi {
-  getVolume(name: string): Promise<V1PersistentVolume>;
-  createVolume(volume: V1PersistentVolume): Promise<V1PersistentVolume>;
-  updateVolume(volume: V1PersistentVolume): Promise<V1PersistentVolume>;
-  updateVolumeStatus(volume: V1PersistentVolume): Promise<V1PersistentVolume>;
-  deleteVolume(name: string): Promise<void>;
-  getClaim(namespace: string, name: string): Promise<V1PersistentVolumeClaim>;
-  updateClaim(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim>;
-  updateClaimStatus(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim>;
-}
-
-/** The read side of an informer cache; objects are shared and frozen. Keys: "name" or "namespace/name". */
-export interface Lister<T> {
-  get(key: string): T | undefined;
-  list(): T[];
-}
-
-/** The pod informer's cache with the POD_PVC_INDEX index (protection/pod-usage) registered. */
-export interface PodIndexer {
-  byIndex(indexName: string, value: string): V1Pod[];
-}
-
-/** Where events go; the production EventRecorder fits. */
-export interface EventSink {
-  event(subject: EventSubject, type: EventType, reason: string, message: string): void;
-}
-
-/** The plugin lookups the binder makes; VolumePluginManager fits. */
-export type PluginFinder = Pick<
-  VolumePluginManager,
-  | "findProvisionablePluginByName"
-  | "findDeletablePluginByName"
-  | "findDeletablePluginBySpec"
-  | "findRecyclablePluginBySpec"
-  | "findPluginBySpec"
->;
-
-export interface PersistentVolumeControllerOptions {
-  /** --enable-dynamic-provisioning. */
-  enableDynamicProvisioning: boolean;
-  /** Attempts to create a provisioned PV object, and to delete its storage if all fail (upstream 5). */
-  provisionRetries?: number;
-  /** Wait between those attempts (upstream 10 s). */
-  provisionRetryIntervalMs?: number;
-}
 
 export interface PersistentVolumeControllerDeps {
   api: BinderApi;
@@ -95,36 +51,12 @@ export interface PersistentVolumeControllerDeps {
   metrics?: PersistentVolumeMetrics;
 }
 
-/** What the sync functions work with: the controller's state and I/O, one per controller. */
-export interface BinderContext {
-  readonly api: BinderApi;
-  readonly cache: ControllerCache;
-  readonly classes: Lister<V1StorageClass>;
-  /** The claim informer: consulted before the API when a bound claim is missing from the cache. */
-  readonly claimInformer: Lister<V1PersistentVolumeClaim>;
-  readonly nodes: Lister<V1Node>;
-  readonly plugins: PluginFinder;
-  readonly migration: CsiMigration;
-  readonly operations: OperationScheduler;
-  /** Operation timings and counters (upstream operationTimestamps); undefined records nothing. */
-  readonly metrics: BinderMetrics | undefined;
-  readonly clock: Clock;
-  readonly log: LogSink;
-  readonly options: Required<PersistentVolumeControllerOptions>;
-  /** Aborted on shutdown; long operations (provision retries, recycling) stop on it. */
-  readonly signal: AbortSignal;
-  volumeEvent(volume: V1PersistentVolume, type: EventType, reason: string, message: string): void;
-  claimEvent(claim: V1PersistentVolumeClaim, type: EventType, reason: string, message: string): void;
-  /** Pods using the claim that are not terminated. */
-  activePodsUsingClaim(namespace: string, name: string): V1Pod[];
-  enqueueClaim(key: string): void;
-}
-
 /**
  * The PersistentVolume binder's decisions (upstream pv_controller.go) behind the entry points its
- * queue workers call. The informer/queue wiring lives elsewhere: it calls initializeCaches once the
- * informers have synced, then, per dequeued key, updateClaim/updateVolume with the informer's object
- * or, when the informer no longer has it, deleteClaim/deleteVolume with the cached one.
+ * queue workers call. PersistentVolumeControllerRunner (pv-controller-base.ts) calls initializeCaches
+ * once the informers have synced, then, per dequeued key, updateClaim/updateVolume with the
+ * informer's object or, when the informer no longer has it, deleteClaim/deleteVolume with the cached
+ * one.
  *
  * Every method expects to run on the worker of its kind only: syncs are not reentrant (two concurrent
  * syncClaims could bind one volume to two claims; the API's resourceVersion checks would catch it,
@@ -185,17 +117,14 @@ export class PersistentVolumeController {
       try {
         cache.storeVolume(structuredClone(volume));
       } catch (err) {
-        log.error(
-          { err: errorMessage(err), volumeName: volume.metadata?.name },
-          "Error updating volume cache",
-        );
+        log.error({ err, volumeName: volume.metadata?.name }, "Error updating volume cache");
       }
     }
     for (const claim of claims) {
       try {
         cache.storeClaim(structuredClone(claim));
       } catch (err) {
-        log.error({ err: errorMessage(err), PVC: objectRef(claim) }, "Error updating claim cache");
+        log.error({ err, PVC: objectRef(claim) }, "Error updating claim cache");
       }
     }
   }
@@ -291,7 +220,7 @@ export class PersistentVolumeController {
 
   #logSyncError(err: unknown, msg: string, fields: object): void {
     // Conflicts are routine: another writer (or our own earlier write) got there first.
-    if (isConflict(err)) this.#ctx.log.debug({ ...fields, err: errorMessage(err) }, msg);
-    else this.#ctx.log.error({ ...fields, err: errorMessage(err) }, msg);
+    if (isConflict(err)) this.#ctx.log.debug({ ...fields, err }, msg);
+    else this.#ctx.log.error({ ...fields, err }, msg);
   }
 }

@@ -11,19 +11,15 @@ import {
   ANN_DYNAMICALLY_PROVISIONED,
   ANN_MIGRATED_TO,
   EventReason,
-  FINALIZER_EXTERNAL_PV_PROTECTION,
   FINALIZER_IN_TREE_PV_PROTECTION,
+  hasAnnotation,
   ReclaimPolicy,
   VolumePhase,
 } from "./annotations.js";
-import { hasAnnotation, unbindVolume, updateVolumePhaseWithEvent } from "./bind.js";
-import { classProvisionerName } from "./metrics.js";
-import type { CsiMigration } from "../volume/csimigration/plugin-manager.js";
-import type { BinderContext } from "./pv-controller.js";
+import { unbindVolume, updateVolumePhaseWithEvent } from "./bind.js";
+import { classProvisionerName, IN_TREE_PLUGIN_PREFIX, setFinalizers } from "./csi-migration.js";
+import type { BinderContext } from "./binder-context.js";
 import { getVolumeClass } from "./pv-helpers.js";
-
-/** In-tree plugin names; a PV provisioned by anything else is deleted by its external provisioner. */
-const IN_TREE_PREFIX = "kubernetes.io/";
 
 /**
  * Carries out a released volume's reclaim policy: Retain leaves it Released, Recycle scrubs it and
@@ -58,14 +54,11 @@ export async function reclaimVolume(ctx: BinderContext, volume: V1PersistentVolu
       });
       return;
     default:
-      await updateVolumePhaseWithEvent(
-        ctx,
-        volume,
-        VolumePhase.Failed,
-        "Warning",
-        EventReason.VolumeUnknownReclaimPolicy,
-        "Volume has unrecognized PersistentVolumeReclaimPolicy",
-      );
+      await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, {
+        type: "Warning",
+        reason: EventReason.VolumeUnknownReclaimPolicy,
+        message: "Volume has unrecognized PersistentVolumeReclaimPolicy",
+      });
   }
 }
 
@@ -82,7 +75,7 @@ async function stillReleased(
   try {
     current = await ctx.api.getVolume(name);
   } catch (err) {
-    ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Error reading persistent volume");
+    ctx.log.debug({ volumeName: name, err }, "Error reading persistent volume");
     return undefined;
   }
   if (!isVolumeReleased(ctx, current)) {
@@ -138,7 +131,7 @@ async function recycleVolumeOperation(ctx: BinderContext, volume: V1PersistentVo
   } catch (err) {
     // The next sync recycles it again: a "recently recycled" cache is left out, as upstream.
     ctx.log.debug(
-      { volumeName: name, err: errorMessage(err) },
+      { volumeName: name, err },
       "RecycleVolumeOperation: failed to make recycled volume 'Available', we will recycle the volume again",
     );
   }
@@ -147,12 +140,9 @@ async function recycleVolumeOperation(ctx: BinderContext, volume: V1PersistentVo
 /** Marks the volume Failed with a Warning; a failed save is logged, the next sync retries anyway. */
 async function markFailed(ctx: BinderContext, volume: V1PersistentVolume, reason: string, message: string) {
   try {
-    await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, "Warning", reason, message);
+    await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, { type: "Warning", reason, message });
   } catch (err) {
-    ctx.log.debug(
-      { volumeName: volume.metadata?.name, err: errorMessage(err) },
-      "failed to mark volume as failed",
-    );
+    ctx.log.debug({ volumeName: volume.metadata?.name, err }, "failed to mark volume as failed");
   }
 }
 
@@ -163,14 +153,11 @@ async function deleteVolumeOperation(ctx: BinderContext, volume: V1PersistentVol
   try {
     plugin = findDeletablePlugin(ctx, volume);
   } catch (err) {
-    await updateVolumePhaseWithEvent(
-      ctx,
-      volume,
-      VolumePhase.Failed,
-      "Warning",
-      EventReason.VolumeFailedDelete,
-      errorMessage(err),
-    );
+    await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, {
+      type: "Warning",
+      reason: EventReason.VolumeFailedDelete,
+      message: errorMessage(err),
+    });
   }
   if (!plugin) {
     ctx.log.debug({ volumeName: name }, "External deleter for volume requested, ignoring");
@@ -181,19 +168,16 @@ async function deleteVolumeOperation(ctx: BinderContext, volume: V1PersistentVol
   try {
     await doDeleteVolume(ctx, plugin, volume);
   } catch (err) {
-    ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Deletion of volume failed");
+    ctx.log.debug({ volumeName: name, err }, "Deletion of volume failed");
     if (err instanceof DeletedVolumeInUseError) {
       // The plugin needs more time: not a failure.
       ctx.volumeEvent(volume, "Normal", EventReason.VolumeDelete, errorMessage(err));
     } else {
-      await updateVolumePhaseWithEvent(
-        ctx,
-        volume,
-        VolumePhase.Failed,
-        "Warning",
-        EventReason.VolumeFailedDelete,
-        errorMessage(err),
-      );
+      await updateVolumePhaseWithEvent(ctx, volume, VolumePhase.Failed, {
+        type: "Warning",
+        reason: EventReason.VolumeFailedDelete,
+        message: errorMessage(err),
+      });
     }
     throw err;
   }
@@ -201,7 +185,7 @@ async function deleteVolumeOperation(ctx: BinderContext, volume: V1PersistentVol
     await ctx.api.deleteVolume(name);
   } catch (err) {
     // Deleted again on the next sync; a "recently deleted" cache is left out, as upstream.
-    ctx.log.debug({ volumeName: name, err: errorMessage(err) }, "Failed to delete volume from database");
+    ctx.log.debug({ volumeName: name, err }, "Failed to delete volume from database");
   }
 }
 
@@ -236,7 +220,7 @@ async function removeDeletionProtectionFinalizer(
     // so cleaning up after a failed PV create always "fails", deletes the storage five times and
     // reports ProvisioningCleanupFailed although the storage is gone.
     if (isNotFound(err)) return;
-    ctx.log.error({ volumeName: name, err: errorMessage(err) }, "Error reading persistent volume");
+    ctx.log.error({ volumeName: name, err }, "Error reading persistent volume");
     throw err;
   }
   const finalizers = current.metadata?.finalizers ?? [];
@@ -273,7 +257,7 @@ export function findDeletablePlugin(
     try {
       return ctx.plugins.findDeletablePluginByName(provisionedBy);
     } catch (err) {
-      if (!provisionedBy.startsWith(IN_TREE_PREFIX)) return undefined;
+      if (!provisionedBy.startsWith(IN_TREE_PLUGIN_PREFIX)) return undefined;
       throw err;
     }
   }
@@ -326,51 +310,4 @@ function podsUsingVolume(ctx: BinderContext, volume: V1PersistentVolume): string
   if (!ref) return [];
   const pods = ctx.activePodsUsingClaim(ref.namespace ?? "", ref.name ?? "");
   return [...new Set(pods.map((p) => `${p.metadata?.namespace ?? ""}/${p.metadata?.name ?? ""}`))].sort();
-}
-
-/**
- * The finalizers a dynamically provisioned volume should carry, and whether they differ: an in-tree
- * provisioned Delete volume is protected by kubernetes.io/pv-controller until its storage is deleted;
- * Retain/Recycle and migrated volumes are not; the external provisioner's finalizer goes (CSI
- * migration was rolled back). Statically provisioned and external volumes are left alone.
- */
-export function modifyDeletionFinalizers(
-  migration: CsiMigration,
-  volume: V1PersistentVolume,
-): { finalizers: string[] | undefined; modified: boolean } {
-  const original = volume.metadata?.finalizers;
-  const provisioner = volume.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
-  if (provisioner === undefined) return { finalizers: original, modified: false };
-  let out = [...(original ?? [])];
-  let modified = false;
-  const remove = (finalizer: string) => {
-    if (!out.includes(finalizer)) return;
-    out = out.filter((f) => f !== finalizer);
-    modified = true;
-  };
-  const result = () => ({ finalizers: out.length > 0 ? out : undefined, modified });
-  if (migration.migratedDriver(provisioner) !== undefined) {
-    remove(FINALIZER_IN_TREE_PV_PROTECTION);
-    return result();
-  }
-  if (!provisioner.startsWith(IN_TREE_PREFIX)) return { finalizers: original, modified: false };
-  const policy = volume.spec?.persistentVolumeReclaimPolicy;
-  // Unlike upstream, never add to a volume being deleted: the apiserver forbids new finalizers then,
-  // and upstream's attempt only fails every sync with "can't anneal migration annotations or finalizer".
-  const deleting = volume.metadata?.deletionTimestamp != null;
-  if (policy === ReclaimPolicy.Delete && !deleting && !out.includes(FINALIZER_IN_TREE_PV_PROTECTION)) {
-    out.push(FINALIZER_IN_TREE_PV_PROTECTION);
-    modified = true;
-  } else if (policy === ReclaimPolicy.Retain || policy === ReclaimPolicy.Recycle) {
-    remove(FINALIZER_IN_TREE_PV_PROTECTION);
-  }
-  remove(FINALIZER_EXTERNAL_PV_PROTECTION);
-  return result();
-}
-
-/** Sets finalizers on a copy; none is no field, as upstream's nil slice. */
-export function setFinalizers(volume: V1PersistentVolume, finalizers: readonly string[] | undefined): void {
-  volume.metadata ??= {};
-  if (finalizers?.length) volume.metadata.finalizers = [...finalizers];
-  else delete volume.metadata.finalizers;
 }

@@ -4,14 +4,15 @@ import {
   ANN_BOUND_BY_CONTROLLER,
   ANN_DYNAMICALLY_PROVISIONED,
   EventReason,
+  hasAnnotation,
   ReclaimPolicy,
   VolumePhase,
 } from "./annotations.js";
-import { hasAnnotation, unbindVolume, updateVolumePhase } from "./bind.js";
-import { updateMigrationAnnotations } from "./provision.js";
-import type { BinderContext } from "./pv-controller.js";
+import { unbindVolume, updateVolumePhase } from "./bind.js";
+import { modifyDeletionFinalizers, setFinalizers, updateMigrationAnnotations } from "./csi-migration.js";
+import type { BinderContext } from "./binder-context.js";
 import { volumeModeMismatch } from "./pv-helpers.js";
-import { modifyDeletionFinalizers, reclaimVolume, setFinalizers } from "./reclaim.js";
+import { reclaimVolume } from "./reclaim.js";
 
 /**
  * Decides what to do with a volume (added, updated or resynced): an unbound or pre-bound one is

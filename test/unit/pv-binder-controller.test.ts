@@ -5,10 +5,11 @@
  * the CoreV1Api adapter.
  */
 import assert from "node:assert/strict";
+import { Writable } from "node:stream";
 import { describe, test } from "node:test";
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import fc from "fast-check";
-import { silentLogger } from "../../src/runtime/logger.js";
+import { createLogger, silentLogger } from "../../src/runtime/logger.js";
 import {
   ANN_BETA_IS_DEFAULT_STORAGE_CLASS,
   ANN_BETA_STORAGE_PROVISIONER as BetaSP,
@@ -25,9 +26,12 @@ import {
 import { CoreV1BinderApi, type BinderCoreApi } from "../../src/persistentvolume/binder-api.js";
 import { ControllerCache } from "../../src/persistentvolume/controller-cache.js";
 import { OperationScheduler } from "../../src/persistentvolume/operations.js";
-import { defaultStorageClass, updateMigrationAnnotations } from "../../src/persistentvolume/provision.js";
+import { defaultStorageClass } from "../../src/persistentvolume/provision.js";
 import { inTreeCsiMigration } from "../../src/volume/csimigration/plugin-manager.js";
-import { modifyDeletionFinalizers } from "../../src/persistentvolume/reclaim.js";
+import {
+  modifyDeletionFinalizers,
+  updateMigrationAnnotations,
+} from "../../src/persistentvolume/csi-migration.js";
 import { BETA_STORAGE_CLASS_ANNOTATION } from "../../src/persistentvolume/pv-helpers.js";
 import {
   claimKeyOf,
@@ -996,6 +1000,32 @@ describe("PV binder: operations", () => {
     assert.equal(running.length, 1, "a finished a can run again");
     releaseAll();
     await ops.waitForCompletion();
+  });
+
+  test("a failed operation is logged with its error whole: message, stack and cause", async () => {
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const ops = new OperationScheduler(
+      new TestClock(),
+      createLogger({ verbosity: 0, format: "json", destination }),
+    );
+    ops.schedule("provision-a", () =>
+      Promise.reject(new Error("create failed", { cause: new Error("connection refused") })),
+    );
+    await ops.waitForCompletion();
+    const line = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.operationName);
+    // pino's serializer keeps the stack and follows the cause chain into message and stack.
+    const err = line?.err as { message?: string; stack?: string } | undefined;
+    assert.equal(err?.message, "create failed: connection refused");
+    assert.match(
+      err?.stack ?? "",
+      /pv-binder-controller\.test\.ts[\s\S]*caused by: Error: connection refused/,
+    );
   });
 
   test("a failed operation backs off 500 ms doubling to 2m2s; a success forgets it", async () => {

@@ -33,11 +33,9 @@ import {
   ANN_STORAGE_PROVISIONER,
 } from "../../src/persistentvolume/annotations.js";
 import { OperationScheduler } from "../../src/persistentvolume/operations.js";
-import {
-  PersistentVolumeController,
-  type BinderApi,
-  type Lister,
-} from "../../src/persistentvolume/pv-controller.js";
+import type { BinderApi } from "../../src/persistentvolume/binder-api.js";
+import type { Lister } from "../../src/persistentvolume/binder-context.js";
+import { PersistentVolumeController } from "../../src/persistentvolume/pv-controller.js";
 import type { CsiMigration } from "../../src/volume/csimigration/plugin-manager.js";
 import { POD_PVC_INDEX, podPVCKeys } from "../../src/protection/pod-usage.js";
 import { VolumePluginManager } from "../../src/volume/plugin-manager.js";

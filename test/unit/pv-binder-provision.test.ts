@@ -4,6 +4,7 @@
  * real one does, so a freshly provisioned PV is Pending after one sync (upstream's fake keeps Bound);
  * the next syncVolume (set 12) makes it Bound.
  */
+import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1PersistentVolume } from "@kubernetes/client-node";
 import {
@@ -559,4 +560,32 @@ test("PV binder: TestDisablingDynamicProvisioner - nothing is provisioned", asyn
     },
     { classes, enableDynamicProvisioning: false },
   );
+});
+
+test("PV binder: a shutdown while the PV create is retried ends the operation without a cleanup", async () => {
+  let creates = 0;
+  await runSyncTest(
+    {
+      name: "shutdown during create retries",
+      initialVolumes: [],
+      expectedVolumes: [],
+      initialClaims: [newClaim("claim-s", "uid-s", "1Gi", "", "Pending", "gold")],
+      expectedClaims: [newClaim("claim-s", "uid-s", "1Gi", "", "Pending", "gold", SP, BetaSP)],
+      // No "Deleting the volume" or cleanup events (a deleter call would add ProvisioningCleanupFailed).
+      expectedEvents: [],
+      errors: createErrors(5),
+      plugin: { provision: [provision1Success] },
+      test: async (h) => {
+        const create = h.api.createVolume.bind(h.api);
+        h.api.createVolume = (volume) => {
+          creates++;
+          return create(volume);
+        };
+        await h.ctrl.syncClaim(structuredClone(h.test.initialClaims[0]!));
+        await h.ctrl.shutdown();
+      },
+    },
+    { classes },
+  );
+  assert.equal(creates, 1, "the wait after the first failed create ends at the shutdown");
 });
