@@ -1,5 +1,5 @@
 /**
- * Generates src/kcm-flags.ts, the catalogue of kube-controller-manager's command line, from the
+ * Generates src/app/kcm-flags.ts, the catalogue of kube-controller-manager's command line, from the
  * binary's `--help` (every flag, its pflag type and default, the controller names) and from its
  * source in the Go module cache (the controller aliases, which `--help` does not print).
  *
@@ -79,7 +79,7 @@ export function kcmAppSources(): string[] {
     .map((f) => readFileSync(join(dir, f), "utf8"));
 }
 
-/** The text of src/kcm-flags.ts. */
+/** The text of src/app/kcm-flags.ts. */
 export function catalogueModule(help: string, goSources: readonly string[]): string {
   const { flags, controllers } = parseHelp(help);
   return [
@@ -98,5 +98,5 @@ export function catalogueModule(help: string, goSources: readonly string[]): str
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  writeFileSync(join(root, "src/kcm-flags.ts"), catalogueModule(kcmHelp(), kcmAppSources()));
+  writeFileSync(join(root, "src/app/kcm-flags.ts"), catalogueModule(kcmHelp(), kcmAppSources()));
 }

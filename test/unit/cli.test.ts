@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { RUN_FLAGS } from "../../src/options.js";
+import { RUN_FLAGS } from "../../src/app/options.js";
 import { kubeadmKcmFlags } from "../support/kubeadm.js";
 
-const cli = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
+const cli = fileURLToPath(new URL("../../src/app/cli.ts", import.meta.url));
 
 function kvc(...args: string[]) {
   return kvcWithEnv({}, ...args);

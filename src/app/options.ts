@@ -3,11 +3,11 @@ import { loadYaml, type V1Pod } from "@kubernetes/client-node";
 import type { SecureVersion } from "node:tls";
 import type { Options } from "yargs";
 import { enabledControllers, type ControllerName } from "./controller-names.js";
-import { alwaysAllowPaths } from "./runtime/auth/authorization.js";
-import type { LoggingFormat } from "./runtime/logger.js";
+import { alwaysAllowPaths } from "../runtime/auth/authorization.js";
+import type { LoggingFormat } from "../runtime/logger.js";
 import { duration, float, int, strings } from "./flag-types.js";
-import { formatDuration } from "./util/duration.js";
-import { DEFAULT_FLEX_VOLUME_PLUGIN_DIR } from "./volume/flexvolume/prober.js";
+import { formatDuration } from "../util/duration.js";
+import { DEFAULT_FLEX_VOLUME_PLUGIN_DIR } from "../volume/flexvolume/prober.js";
 
 /** --tls-min-version's values (Go's crypto/tls names, as KCM takes them) in Node's terms. */
 const TLS_VERSIONS = {

@@ -1,20 +1,20 @@
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
-import pkg from "../package.json" with { type: "json" };
+import pkg from "../../package.json" with { type: "json" };
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { newControllers } from "./controllers.js";
 import type { RunConfig } from "./options.js";
-import { DelegatingAuthenticator } from "./runtime/auth/authentication.js";
-import { DelegatingAuthorizer } from "./runtime/auth/authorization.js";
-import { ApiClients, delegatedKubeConfig, loadKubeConfig } from "./runtime/client.js";
-import { InformerFactory } from "./runtime/informer/index.js";
-import { realClock } from "./runtime/clock.js";
-import { LeaderElector } from "./runtime/leader-election.js";
-import { createLogger, type Logger } from "./runtime/logger.js";
-import { serve } from "./runtime/server.js";
-import { servingCert } from "./runtime/serving-cert.js";
-import { WorkqueueMetrics } from "./runtime/workqueue/index.js";
-import { WriteGate } from "./runtime/write-gate.js";
+import { DelegatingAuthenticator } from "../runtime/auth/authentication.js";
+import { DelegatingAuthorizer } from "../runtime/auth/authorization.js";
+import { ApiClients, delegatedKubeConfig, loadKubeConfig } from "../runtime/client.js";
+import { InformerFactory } from "../runtime/informer/index.js";
+import { realClock } from "../runtime/clock.js";
+import { LeaderElector } from "../runtime/leader-election.js";
+import { createLogger, type Logger } from "../runtime/logger.js";
+import { serve } from "../runtime/server.js";
+import { servingCert } from "../runtime/serving-cert.js";
+import { WorkqueueMetrics } from "../runtime/workqueue/index.js";
+import { WriteGate } from "../runtime/write-gate.js";
 
 /**
  * `kvc run`: serving, leader election, then the enabled controllers on shared informers. Losing the

@@ -5,7 +5,7 @@ import { withFlagNames } from "./flag-types.js";
 import { separateIgnoredFlags } from "./kcm-command-line.js";
 import { KCM_VERSION } from "./kcm-flags.js";
 import { DEV_FLAGS, RUN_FLAGS, toRunConfig } from "./options.js";
-import { versionInfo } from "./version.js";
+import { versionInfo } from "../version.js";
 
 /** Usage errors (unknown flags, bad values) exit 2 with one line, never a stack trace. */
 const USAGE_ERROR = 2;

@@ -1,5 +1,5 @@
 import type { Options } from "yargs";
-import { parseDuration } from "./util/duration.js";
+import { parseDuration } from "../util/duration.js";
 
 /**
  * pflag's value types for yargs flags: each parses the text as kube-controller-manager's flag of that

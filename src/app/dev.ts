@@ -1,21 +1,21 @@
 import { createWriteStream, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, StorageV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { binaryVersions } from "./controlplane/binaries.js";
-import { LocalControlPlane } from "./controlplane/local-control-plane.js";
+import { binaryVersions } from "../controlplane/binaries.js";
+import { LocalControlPlane } from "../controlplane/local-control-plane.js";
 import {
   applyDemoWorkload,
   DEMO_CSI_DRIVER,
   DEMO_NAMESPACE,
   isSettled,
   renderDemoTable,
-} from "./dev/demo.js";
-import { startExternalAttacher } from "./dev/external-attacher.js";
+} from "../dev/demo.js";
+import { startExternalAttacher } from "../dev/external-attacher.js";
 import type { RunConfig } from "./options.js";
-import { isAlreadyExists } from "./runtime/api-errors.js";
-import { silentLogger } from "./runtime/logger.js";
+import { isAlreadyExists } from "../runtime/api-errors.js";
+import { silentLogger } from "../runtime/logger.js";
 import { run } from "./run.js";
-import { sleep, realClock } from "./runtime/clock.js";
+import { sleep, realClock } from "../runtime/clock.js";
 
 export interface DevOptions {
   /** Apply the demo workload and show its table until interrupted. */

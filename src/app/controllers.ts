@@ -1,25 +1,25 @@
 import type { Registry } from "prom-client";
 import type { ControllerName } from "./controller-names.js";
 import type { RunConfig } from "./options.js";
-import { PersistentVolumeMetrics } from "./persistentvolume/metrics.js";
-import { PersistentVolumeBinder } from "./persistentvolume/pv-controller-base.js";
-import { realClock } from "./runtime/clock.js";
-import { EventRecorder } from "./runtime/events/recorder.js";
-import { AttachDetachController } from "./attachdetach/attach-detach-controller.js";
-import { errorMessage } from "./runtime/api-errors.js";
+import { PersistentVolumeMetrics } from "../persistentvolume/metrics.js";
+import { PersistentVolumeBinder } from "../persistentvolume/pv-controller-base.js";
+import { realClock } from "../runtime/clock.js";
+import { EventRecorder } from "../runtime/events/recorder.js";
+import { AttachDetachController } from "../attachdetach/attach-detach-controller.js";
+import { errorMessage } from "../runtime/api-errors.js";
 import {
   attachablePlugins,
   provisionableRecyclablePlugins,
   type DefaultPluginsOptions,
-} from "./volume/default-plugins.js";
-import { FlexVolumeProber } from "./volume/flexvolume/prober.js";
-import { VolumePluginManager } from "./volume/plugin-manager.js";
-import { PVCProtectionController } from "./protection/pvc-protection-controller.js";
-import { PVProtectionController } from "./protection/pv-protection-controller.js";
-import type { ApiClients } from "./runtime/client.js";
-import type { InformerFactory } from "./runtime/informer/index.js";
-import type { LogSink } from "./runtime/logger.js";
-import type { WorkqueueMetrics } from "./runtime/workqueue/index.js";
+} from "../volume/default-plugins.js";
+import { FlexVolumeProber } from "../volume/flexvolume/prober.js";
+import { VolumePluginManager } from "../volume/plugin-manager.js";
+import { PVCProtectionController } from "../protection/pvc-protection-controller.js";
+import { PVProtectionController } from "../protection/pv-protection-controller.js";
+import type { ApiClients } from "../runtime/client.js";
+import type { InformerFactory } from "../runtime/informer/index.js";
+import type { LogSink } from "../runtime/logger.js";
+import type { WorkqueueMetrics } from "../runtime/workqueue/index.js";
 
 export interface ControllerContext {
   config: RunConfig;
