@@ -31,7 +31,7 @@ export interface DevOptions {
 export async function runDev(config: RunConfig, options: DevOptions): Promise<void> {
   const say = (line: string) => process.stderr.write(`kvc dev: ${line}\n`);
   const started = Date.now();
-  say("building the control plane if it is not cached (the first build takes 10-30 minutes) ...");
+  // The build, when kube-apiserver or etcd is not cached yet, reports its own progress through `say`.
   const cp = await LocalControlPlane.start({ onProgress: say });
   try {
     const versions = await binaryVersions(cp.binaries);
