@@ -6,6 +6,7 @@ import { separateIgnoredFlags } from "./kcm-command-line.js";
 import { KCM_VERSION } from "./kcm-flags.js";
 import { DEV_FLAGS, RUN_FLAGS, toRunConfig } from "./options.js";
 import { versionInfo } from "../version.js";
+import { ExitError } from "./exit-error.js";
 
 /** Usage errors (unknown flags, bad values) exit 2 with one line, never a stack trace. */
 const USAGE_ERROR = 2;
@@ -13,6 +14,12 @@ const USAGE_ERROR = 2;
 function fail(message: string, code: number): never {
   process.stderr.write(`kvc: ${message}\n`);
   process.exit(code);
+}
+
+/** A command that failed: its ExitError's code (lease lost, controllers failed), else 1. */
+function failed(err: unknown): never {
+  const code = err instanceof ExitError ? err.exitCode : 1;
+  fail(`error: ${err instanceof Error ? err.message : String(err)}`, code);
 }
 
 /** `kvc run` takes a whole KCM command line: KCM's flags that kvc does not declare are set aside. */
@@ -49,11 +56,7 @@ await yargs(args)
         fail((err as Error).message, USAGE_ERROR);
       }
       const { run } = await import("./run.js");
-      try {
-        await run(config);
-      } catch (err) {
-        fail(`error: ${(err as Error).message}`, 1);
-      }
+      await run(config).catch(failed);
     },
   )
   .command(
@@ -73,11 +76,7 @@ await yargs(args)
         fail((err as Error).message, USAGE_ERROR);
       }
       const { runDev } = await import("./dev.js");
-      try {
-        await runDev(config, { demo: argv.demo === true });
-      } catch (err) {
-        fail(`error: ${(err as Error).message}`, 1);
-      }
+      await runDev(config, { demo: argv.demo === true }).catch(failed);
     },
   )
   .command(

@@ -18,14 +18,15 @@ import { PVCProtectionController } from "../protection/pvc-protection-controller
 import { PVProtectionController } from "../protection/pv-protection-controller.js";
 import type { ApiClients } from "../runtime/client.js";
 import type { InformerFactory } from "../runtime/informer/index.js";
-import type { LogSink } from "../runtime/logger.js";
+import type { Logger } from "../runtime/logger.js";
 import type { WorkqueueMetrics } from "../runtime/workqueue/index.js";
 
 export interface ControllerContext {
   config: RunConfig;
   clients: ApiClients;
   informers: InformerFactory;
-  logger: LogSink;
+  /** The controller's own: a child of the process's logger with its name as `controller`. */
+  logger: Logger;
   /** Where controllers register their own metrics (served on /metrics). */
   registry: Registry;
   workqueueMetrics: WorkqueueMetrics;
@@ -153,7 +154,8 @@ export function newControllers(
   const unavailable: ControllerName[] = [];
   for (const name of enabled) {
     const construct = CONSTRUCTORS[name];
-    if (construct) controllers.set(name, construct(ctx));
+    if (construct)
+      controllers.set(name, construct({ ...ctx, logger: ctx.logger.child({ controller: name }) }));
     else unavailable.push(name);
   }
   return { controllers, unavailable };

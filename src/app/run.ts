@@ -2,8 +2,11 @@ import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
 import pkg from "../../package.json" with { type: "json" };
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
-import { newControllers } from "./controllers.js";
+import type { ControllerName } from "./controller-names.js";
+import { newControllers, type Controller } from "./controllers.js";
+import { ExitError } from "./exit-error.js";
 import type { RunConfig } from "./options.js";
+import { errorMessage } from "../runtime/api-errors.js";
 import { DelegatingAuthenticator } from "../runtime/auth/authentication.js";
 import { DelegatingAuthorizer } from "../runtime/auth/authorization.js";
 import { ApiClients, delegatedKubeConfig, loadKubeConfig } from "../runtime/client.js";
@@ -18,10 +21,11 @@ import { WriteGate } from "../runtime/write-gate.js";
 
 /**
  * `kvc run`: serving, leader election, then the enabled controllers on shared informers. Losing the
- * lease exits the process with code 1 at once (as kube-controller-manager does): a replica that may
- * have stale state must not go on writing; its pod restarts and rejoins as a candidate. Until then,
- * and whenever its last renewal is older than the renew deadline, a WriteGate under the API client
- * refuses or holds every write, whichever controller, recorder or attacher makes it.
+ * lease ends it at once with an ExitError (code 1; the CLI exits without waiting for the controllers,
+ * as kube-controller-manager does): a replica that may have stale state must not go on writing; its
+ * pod restarts and rejoins as a candidate. Until then, and whenever its last renewal is older than the
+ * renew deadline, a WriteGate under the API client refuses or holds every write, whichever
+ * controller, recorder or attacher makes it. SIGINT/SIGTERM stop it gracefully: it resolves.
  */
 export async function run(
   config: RunConfig,
@@ -38,11 +42,11 @@ export async function run(
   const kubeConfig = loadKubeConfig(config.kubeconfig, config.master);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const le = config.leaderElection;
   // As client-go: the identity is the hostname plus a unique suffix, so two replicas never share it.
   // It ends the User-Agent too, so the apiserver's audit log tells the replicas' requests apart.
   const identity = `${hostname()}_${randomUUID()}`;
   const userAgent = `kube-volume-controller/v${pkg.version} (${process.platform}/${process.arch}) ${identity}`;
+  const le = config.leaderElection;
   const writeGate = le && new WriteGate(realClock, le.renewDeadlineMs);
   const clients = new ApiClients(kubeConfig, {
     qps: config.qps,
@@ -56,33 +60,17 @@ export async function run(
     kubeConfig,
     apis: clients,
     beforeWatch: () => clients.limiter.wait(),
-    logger: log,
+    logger: log.child({ logger: "informers" }),
   });
-
-  // Shutdown order matters: controllers stop and finish their writes first; only then does the
-  // elector stop, releasing the lease so a standby takes over at once.
-  const stopControllers = new AbortController();
-  const stopElector = new AbortController();
-  let controllersDone: Promise<void> = Promise.resolve();
-  // A Ctrl-C under `npm start` arrives twice (from the terminal and forwarded by npm): a repeated
-  // signal must neither cut the graceful shutdown short nor fall through to a default exit.
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopControllers.signal.aborted) {
-      log.info({ signal }, "already shutting down");
-      return;
-    }
-    log.info({ signal }, "shutting down");
-    stopControllers.abort(new Error(`received ${signal}`));
-    void controllersDone.finally(() => {
-      stopElector.abort(new Error(`received ${signal}`));
-    });
-  };
-  const signals = ["SIGINT", "SIGTERM"] as const;
-  for (const signal of signals) process.on(signal, onSignal);
-
-  let synced = false;
-  let leaseError: Error | undefined;
-  const elector =
+  const shutdown = new Shutdown(log);
+  // Lease loss and a leader's failed controllers end run() at once, whatever else is in flight.
+  const fatal = Promise.withResolvers<never>();
+  fatal.promise.catch(() => {}); // raced below; after a graceful stop nothing rejects it any more
+  const manager = new ControllerManager(config, { clients, informers, log, registry }, (err) => {
+    log.error({ err }, "controllers failed");
+    fatal.reject(new ExitError(`controllers failed: ${errorMessage(err)}`, 1, { cause: err }));
+  });
+  const leading =
     le &&
     writeGate &&
     newElector({
@@ -97,110 +85,204 @@ export async function run(
         requestTimeoutMs: le.renewDeadlineMs,
       }),
       registry,
-      log,
+      log: log.child({ logger: "leader-election" }),
       writeGate,
-      shutdown: stopElector.signal,
-      onLeaseError: (err) => (leaseError = err),
+      shutdown: shutdown.elector,
       startControllers: (signal) => {
-        controllersDone = runControllers(AbortSignal.any([signal, stopControllers.signal])).catch(
-          (err: unknown) => {
-            if (signal.aborted || stopControllers.signal.aborted) return;
-            log.error({ err }, "controllers failed");
-            process.exit(1);
-          },
-        );
+        shutdown.controllersDone = manager.start(AbortSignal.any([signal, shutdown.controllers]));
+      },
+      onLost: () => {
+        fatal.reject(new ExitError("leaderelection lost", 1));
       },
     });
-  const server =
-    config.securePort > 0
-      ? await serve({
-          bindAddress: config.bindAddress,
-          port: config.securePort,
-          ...(await secureServing(config, log)),
-          logger: log,
-          registry,
-          healthz: [
-            { name: "ping", check: () => {} },
-            ...(elector
-              ? [
-                  {
-                    name: "leaderElection",
-                    check: () => {
-                      const err = elector.check();
-                      if (err) throw err;
-                    },
-                  },
-                ]
-              : []),
-          ],
-          readyz: [
-            ...(elector
-              ? [
-                  {
-                    name: "leader-election-lease",
-                    // A replica that cannot read or write its Lease (RBAC, namespace) never leads: say why.
-                    showReason: true,
-                    check: () => {
-                      if (leaseError) throw leaseError;
-                    },
-                  },
-                ]
-              : []),
-            {
-              name: "informer-sync",
-              // A standby is ready (to take over); only a leader waits for its informers, or a rolling
-              // update of a 2-replica Deployment would wait forever on the standby.
-              check: () => {
-                if (elector && !elector.isLeader()) return;
-                if (!synced) throw new Error("informers not synced");
-              },
-            },
-          ],
-        })
-      : undefined;
-  if (server)
-    log.info(
-      { address: `${config.bindAddress}:${server.port}` },
-      "serving /metrics, /healthz, /livez, /readyz over HTTPS",
-    );
+  let server: Awaited<ReturnType<typeof serveSecurely>> | undefined;
+  try {
+    if (config.securePort > 0) {
+      server = await serveSecurely(config, {
+        log: log.child({ logger: "secure-serving" }),
+        registry,
+        leading,
+        manager,
+      });
+    }
+    const running = leading
+      ? leading.elector.run(shutdown.elector)
+      : (shutdown.controllersDone = manager.start(shutdown.controllers));
+    await Promise.race([running, fatal.promise]);
+  } finally {
+    await server?.close();
+    shutdown.close();
+  }
+}
 
-  const { controllers, unavailable } = newControllers(config.controllers, {
-    config,
-    clients,
-    informers,
-    logger: log,
-    registry,
-    workqueueMetrics: new WorkqueueMetrics(registry),
-  });
-  for (const name of unavailable) {
-    log.warn({ controller: name }, "controller is not part of this build yet; not started");
+/**
+ * SIGINT/SIGTERM: the controllers stop and finish their writes first; only then does the elector stop,
+ * releasing the lease so a standby takes over at once. A Ctrl-C under `npm start` arrives twice (from
+ * the terminal and forwarded by npm): a repeated signal must neither cut the graceful shutdown short
+ * nor fall through to a default exit.
+ */
+class Shutdown {
+  readonly #controllers = new AbortController();
+  readonly #elector = new AbortController();
+  /** What the elector waits for before it stops. */
+  controllersDone: Promise<void> = Promise.resolve();
+  readonly #onSignal = (signal: NodeJS.Signals) => {
+    if (this.#controllers.signal.aborted) {
+      this.log.info({ signal }, "already shutting down");
+      return;
+    }
+    this.log.info({ signal }, "shutting down");
+    this.#controllers.abort(new Error(`received ${signal}`));
+    void this.controllersDone.finally(() => {
+      this.#elector.abort(new Error(`received ${signal}`));
+    });
+  };
+
+  constructor(private readonly log: Logger) {
+    for (const signal of SIGNALS) process.on(signal, this.#onSignal);
   }
 
-  async function runControllers(signal: AbortSignal): Promise<void> {
+  get controllers(): AbortSignal {
+    return this.#controllers.signal;
+  }
+
+  get elector(): AbortSignal {
+    return this.#elector.signal;
+  }
+
+  close(): void {
+    for (const signal of SIGNALS) process.off(signal, this.#onSignal);
+  }
+}
+
+const SIGNALS = ["SIGINT", "SIGTERM"] as const;
+
+/**
+ * The enabled controllers, built before anything starts (their constructors register informers and
+ * handlers), then run on the shared informers once their caches have synced.
+ */
+class ControllerManager {
+  readonly #controllers: Map<ControllerName, Controller>;
+  readonly #log: Logger;
+  #synced = false;
+
+  constructor(
+    private readonly config: RunConfig,
+    private readonly deps: {
+      clients: ApiClients;
+      informers: InformerFactory;
+      log: Logger;
+      registry: Registry;
+    },
+    private readonly onFailed: (err: unknown) => void,
+  ) {
+    this.#log = deps.log;
+    const { controllers, unavailable } = newControllers(config.controllers, {
+      config,
+      clients: deps.clients,
+      informers: deps.informers,
+      logger: deps.log,
+      registry: deps.registry,
+      workqueueMetrics: new WorkqueueMetrics(deps.registry),
+    });
+    for (const name of unavailable) {
+      this.#log.warn({ controller: name }, "controller is not part of this build yet; not started");
+    }
+    this.#controllers = controllers;
+  }
+
+  /** Informers synced: a leader is ready (readyz). */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /**
+   * Runs the controllers until `signal` aborts. A failure before that is reported to onFailed (the
+   * process must not go on half-working); the returned promise then resolves.
+   */
+  start(signal: AbortSignal): Promise<void> {
+    return this.#run(signal).catch((err: unknown) => {
+      if (!signal.aborted) this.onFailed(err);
+    });
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    const { informers } = this.deps;
     const done = informers.start(signal);
     await informers.waitForCacheSync(signal);
-    synced = true;
+    this.#synced = true;
     await Promise.all([
       done,
-      ...[...controllers].map(([name, c]) => {
-        log.info({ controller: name }, "starting controller");
+      ...[...this.#controllers].map(([name, c]) => {
+        this.#log.info({ controller: name }, "starting controller");
         return c.run(signal);
       }),
     ]);
   }
+}
 
-  try {
-    if (elector) await elector.run(stopElector.signal);
-    else {
-      controllersDone = runControllers(stopControllers.signal).catch((err: unknown) => {
-        if (!stopControllers.signal.aborted) throw err;
-      });
-      await controllersDone;
-    }
-  } finally {
-    await server?.close();
-    for (const signal of signals) process.off(signal, onSignal);
-  }
+/** --secure-port: /metrics and the health checks, leader election's among them when it is on. */
+async function serveSecurely(
+  config: RunConfig,
+  o: {
+    log: Logger;
+    registry: Registry;
+    leading: ReturnType<typeof newElector> | undefined;
+    manager: ControllerManager;
+  },
+) {
+  const { log, leading, manager } = o;
+  const elector = leading?.elector;
+  const server = await serve({
+    bindAddress: config.bindAddress,
+    port: config.securePort,
+    ...(await secureServing(config, log)),
+    logger: log,
+    registry: o.registry,
+    healthz: [
+      { name: "ping", check: () => {} },
+      ...(elector
+        ? [
+            {
+              name: "leaderElection",
+              check: () => {
+                const err = elector.check();
+                if (err) throw err;
+              },
+            },
+          ]
+        : []),
+    ],
+    readyz: [
+      ...(elector
+        ? [
+            {
+              name: "leader-election-lease",
+              // A replica that cannot read or write its Lease (RBAC, namespace) never leads: say why.
+              showReason: true,
+              check: () => {
+                const err = leading.leaseError();
+                if (err) throw err;
+              },
+            },
+          ]
+        : []),
+      {
+        name: "informer-sync",
+        // A standby is ready (to take over); only a leader waits for its informers, or a rolling
+        // update of a 2-replica Deployment would wait forever on the standby.
+        check: () => {
+          if (elector && !elector.isLeader()) return;
+          if (!manager.synced) throw new Error("informers not synced");
+        },
+      },
+    ],
+  });
+  log.info(
+    { address: `${config.bindAddress}:${server.port}` },
+    "serving /metrics, /healthz, /livez, /readyz over HTTPS",
+  );
+  return server;
 }
 
 /**
@@ -248,6 +330,11 @@ async function secureServing(config: RunConfig, log: Logger) {
   };
 }
 
+/**
+ * Leader election on a Lease, as KCM's: leading starts the controllers; losing the lease (not
+ * releasing it at shutdown) calls onLost. `leaseError` is why the Lease cannot be read or written, if
+ * it cannot (readyz says it).
+ */
 function newElector(o: {
   le: NonNullable<RunConfig["leaderElection"]>;
   identity: string;
@@ -256,9 +343,9 @@ function newElector(o: {
   log: Logger;
   writeGate: WriteGate;
   shutdown: AbortSignal;
-  onLeaseError: (err: Error | undefined) => void;
   startControllers: (signal: AbortSignal) => void;
-}): LeaderElector {
+  onLost: () => void;
+}): { elector: LeaderElector; leaseError: () => Error | undefined } {
   const { le, identity, log } = o;
   const status = new Gauge({
     name: "leader_election_master_status",
@@ -268,7 +355,8 @@ function newElector(o: {
   });
   status.set({ name: le.name }, 0);
   const lease = { name: le.name, namespace: le.namespace };
-  return new LeaderElector({
+  let leaseError: Error | undefined;
+  const elector = new LeaderElector({
     lock: { ...lease, identity },
     coordination: o.clients.coordination,
     leaseDurationMs: le.leaseDurationMs,
@@ -284,14 +372,14 @@ function newElector(o: {
     onRenewed: (sentAt) => {
       o.writeGate.renewed(sentAt);
     },
-    onLeaseError: o.onLeaseError,
+    onLeaseError: (err) => (leaseError = err),
     onStoppedLeading: () => {
       if (o.shutdown.aborted) {
         log.info({ identity, lease }, "stopped leading");
         return;
       }
       log.error({ identity, lease }, "leaderelection lost");
-      process.exit(1);
+      o.onLost();
     },
     onNewLeader: (holder) => {
       if (holder !== identity) log.info({ holder, lease }, "new leader elected");
@@ -300,4 +388,5 @@ function newElector(o: {
       status.set({ name: le.name }, leading ? 1 : 0);
     },
   });
+  return { elector, leaseError: () => leaseError };
 }
