@@ -96,7 +96,7 @@ test("a bad value is one line naming the flag, exit code 2", () => {
 test("a kubeconfig path that does not exist is one line, exit code 2", () => {
   const r = kvc("run", "--kubeconfig=/nonexistent/kubeconfig");
   assert.equal(r.code, 2);
-  assert.equal(r.stderr, "kvc: --kubeconfig: /nonexistent/kubeconfig: no such file\n");
+  assert.equal(r.stderr, "kvc: --kubeconfig: /nonexistent/kubeconfig: no such file (see kvc --help)\n");
 });
 
 test("kvc version prints the package version; no command is a usage error", () => {
