@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-import yargs from "yargs";
+import yargs, { type CommandModule } from "yargs";
 import { hideBin } from "yargs/helpers";
 import { withFlagNames } from "./flag-types.js";
 import { separateIgnoredFlags } from "./kcm-command-line.js";
 import { KCM_VERSION } from "./kcm-flags.js";
-import { DEV_FLAGS, RUN_FLAGS, toRunConfig } from "./options.js";
+import { DEV_FLAGS, RUN_FLAGS, toRunConfig, type RunArgs } from "./options.js";
 import { versionInfo } from "../version.js";
 import { ExitError } from "./exit-error.js";
 
@@ -33,61 +33,69 @@ function kcmCommandLine(argv: string[]): { args: string[]; ignored: string[] } {
 }
 const { args, ignored: ignoredFlags } = kcmCommandLine(hideBin(process.argv));
 
-await yargs(args)
-  .scriptName("kvc")
-  // pflag semantics: --flag=false, never --no-flag; flags keep their kebab-case names only.
-  .parserConfiguration({ "boolean-negation": false, "camel-case-expansion": false })
-  .usage("$0 <command> [flags]")
-  .command(
-    "run",
-    "Run the volume controllers against a cluster (the production command).",
-    (y) =>
+/**
+ * kvc's commands, in the order `--help` lists them. A new command is one more entry here: its
+ * builder declares its flags (typed where declared), its handler returns, or throws an ExitError.
+ */
+const COMMANDS: CommandModule[] = [
+  {
+    command: "run",
+    describe: "Run the volume controllers against a cluster (the production command).",
+    builder: (y) =>
       y
         .options(withFlagNames(RUN_FLAGS))
         .strictOptions()
         .epilogue(
           `Every other kube-controller-manager ${KCM_VERSION} flag is accepted and ignored (named in one warning).`,
         ),
-    async (argv) => {
-      let config;
-      try {
-        config = toRunConfig(argv, ignoredFlags);
-      } catch (err) {
-        fail((err as Error).message, USAGE_ERROR);
-      }
+    handler: async (argv) => {
+      const config = usage(() => toRunConfig(argv as RunArgs, ignoredFlags));
       const { run } = await import("./run.js");
       await run(config).catch(failed);
     },
-  )
-  .command(
-    "dev",
-    "Start an embedded etcd + kube-apiserver on loopback (built from source, cached) and run the controllers against it.",
+  },
+  {
+    command: "dev",
+    describe:
+      "Start an embedded etcd + kube-apiserver on loopback (built from source, cached) and run the controllers against it.",
     // The playground is not a KCM command line: --no-demo (and --no-<flag>) read as they do elsewhere.
-    (y) =>
+    builder: (y) =>
       y
         .parserConfiguration({ "boolean-negation": true, "camel-case-expansion": false })
         .options(withFlagNames(DEV_FLAGS))
         .strictOptions(),
-    async (argv) => {
-      let config;
-      try {
-        config = toRunConfig({ ...argv, "leader-elect": false });
-      } catch (err) {
-        fail((err as Error).message, USAGE_ERROR);
-      }
+    handler: async (argv) => {
+      const config = usage(() => toRunConfig({ ...argv, "leader-elect": false }));
       const { runDev } = await import("./dev.js");
       await runDev(config, { demo: argv.demo === true }).catch(failed);
     },
-  )
-  .command(
-    "version",
-    "Print the version of kvc.",
-    (y) => y,
-    () => {
+  },
+  {
+    command: "version",
+    describe: "Print the version of kvc.",
+    handler: () => {
       process.stdout.write(`${versionInfo()}\n`);
     },
-  )
-  .demandCommand(1, "name a command: run, dev or version")
+  },
+];
+
+/** A check across flags, after the parser: its error is a usage error too. */
+function usage<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    fail((err as Error).message, USAGE_ERROR);
+  }
+}
+
+const names = COMMANDS.map((c) => String(c.command));
+await yargs(args)
+  .scriptName("kvc")
+  // pflag semantics: --flag=false, never --no-flag; flags keep their kebab-case names only.
+  .parserConfiguration({ "boolean-negation": false, "camel-case-expansion": false })
+  .usage("$0 <command> [flags]")
+  .command(COMMANDS)
+  .demandCommand(1, `name a command: ${names.slice(0, -1).join(", ")} or ${names.at(-1) ?? ""}`)
   .recommendCommands()
   .strict()
   .version(false)
