@@ -38,5 +38,5 @@ USER 65532:65532
 # A smaller young generation: V8's default lets the heap grow far past the live objects during the
 # informers' list and resync bursts; 8 MiB semi-spaces cut RSS by about 40% at the same CPU
 # (docs/performance.md).
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=8", "dist/src/cli.js"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=8", "dist/src/app/cli.js"]
 CMD ["run"]

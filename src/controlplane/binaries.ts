@@ -5,11 +5,10 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
-/** Where kube-apiserver, kube-controller-manager and etcd were built. */
+/** Where kube-apiserver and etcd were built. */
 export interface Binaries {
   dir: string;
   kubeApiserver: string;
-  kubeControllerManager: string;
   etcd: string;
 }
 
@@ -29,14 +28,21 @@ export function repoRoot(): string {
   return dir;
 }
 
+/** What test/control-plane/build.sh builds. */
+export type ControlPlaneBinary = "kube-apiserver" | "kube-controller-manager" | "etcd";
+
 /**
- * Builds the control-plane binaries from the Go module proxy if the cache does not hold them yet
- * (test/control-plane/build.sh; minutes cold, well under a second warm). `onProgress` receives the
- * build's progress lines so a caller can show them instead of going silent.
+ * Builds the named binaries from the Go module proxy if the cache does not hold them yet
+ * (test/control-plane/build.sh; minutes cold, well under a second warm) and returns their directory.
+ * `onProgress` receives the build's progress lines (packages compiled of total, an estimate) so a
+ * caller can show them instead of going silent.
  */
-export async function ensureBinaries(onProgress: (line: string) => void = () => {}): Promise<Binaries> {
+export async function buildControlPlane(
+  names: readonly ControlPlaneBinary[],
+  onProgress: (line: string) => void = () => {},
+): Promise<string> {
   const script = join(repoRoot(), "test", "control-plane", "build.sh");
-  const child = spawn(script, [], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(script, names, { stdio: ["ignore", "pipe", "pipe"] });
   const lines: string[] = [];
   createInterface({ input: child.stderr }).on("line", (line) => {
     lines.push(line);
@@ -48,13 +54,13 @@ export async function ensureBinaries(onProgress: (line: string) => void = () => 
   if (code !== 0) {
     throw new Error(`${script} failed (exit ${String(code)}):\n${lines.slice(-40).join("\n")}`);
   }
-  const dir = resolve(stdout.trim().split("\n").at(-1) ?? "");
-  return {
-    dir,
-    kubeApiserver: join(dir, "kube-apiserver"),
-    kubeControllerManager: join(dir, "kube-controller-manager"),
-    etcd: join(dir, "etcd"),
-  };
+  return resolve(stdout.trim().split("\n").at(-1) ?? "");
+}
+
+/** kube-apiserver and etcd, what a control plane needs (kube-controller-manager only on demand). */
+export async function ensureBinaries(onProgress?: (line: string) => void): Promise<Binaries> {
+  const dir = await buildControlPlane(["kube-apiserver", "etcd"], onProgress);
+  return { dir, kubeApiserver: join(dir, "kube-apiserver"), etcd: join(dir, "etcd") };
 }
 
 /** The versions the binaries report about themselves. */

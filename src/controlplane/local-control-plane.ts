@@ -11,7 +11,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
-import { ensureBinaries, type Binaries } from "./binaries.js";
+import { buildControlPlane, ensureBinaries, type Binaries } from "./binaries.js";
 import { probe } from "./https-probe.js";
 import { freePort } from "./ports.js";
 import { ManagedProcess, onProcessExit } from "./process.js";
@@ -171,8 +171,12 @@ export class LocalControlPlane {
     await this.#startApiServer();
   }
 
-  /** Starts upstream kube-controller-manager against this apiserver and waits for its /healthz. */
+  /**
+   * Starts upstream kube-controller-manager against this apiserver and waits for its /healthz. It is
+   * built here, on first use, so that a control plane without it never waits for its build.
+   */
   async startKubeControllerManager(opts: KubeControllerManagerOptions): Promise<ManagedProcess> {
+    const binary = join(await buildControlPlane(["kube-controller-manager"]), "kube-controller-manager");
     const port = opts.securePort ?? (await freePort());
     const n = this.#kcms.size + 1;
     const certDir = join(this.dir, `kcm-${n}-certs`);
@@ -190,7 +194,7 @@ export class LocalControlPlane {
     ];
     const kcm = new ManagedProcess(
       "kube-controller-manager",
-      this.binaries.kubeControllerManager,
+      binary,
       args,
       join(this.dir, "logs", `kube-controller-manager-${n}.log`),
     );

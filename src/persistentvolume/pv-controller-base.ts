@@ -57,8 +57,8 @@ export class PersistentVolumeControllerRunner {
 
   constructor(opts: PersistentVolumeControllerRunnerOptions) {
     this.#clock = opts.clock ?? realClock;
-    // Upstream KCM names each controller's logger after the controller (klog.LoggerWithName).
-    const log = opts.logger.child({ controller: "persistentvolume-binder-controller" });
+    // Named by the controller manager (the `controller` binding, as klog.LoggerWithName upstream).
+    const log = opts.logger;
     this.#resyncPeriodMs = opts.resyncPeriodMs;
     const { informers } = opts;
     this.#volumes = informers.persistentVolumes();

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager and etcd with upstream's release flags into
-# ${KVC_CACHE_DIR:-~/.cache/kube-volume-controller}/k8s/<k8s-version>/ . With the binaries already
-# there (checked against a stamp of the go.mod/go.sum they were built from) it returns at once.
+# Builds the control-plane binaries named as arguments (kube-apiserver, kube-controller-manager, etcd;
+# none: all three) with upstream's release flags into
+# ${KVC_CACHE_DIR:-~/.cache/kube-volume-controller}/k8s/<k8s-version>/ . A binary already there
+# (checked against a stamp of the go.mod/go.sum it was built from, one stamp per binary) is not
+# rebuilt, so a caller asks only for what it needs: `npm start` never waits for kube-controller-manager.
 # Prints the directory on stdout as its last line; progress goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -11,31 +13,85 @@ cache=${KVC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-volume-controller}
 out="$cache/k8s/$k8s"
 stamp=$(cat go.mod go.sum etcd/go.mod etcd/go.sum build.sh | sha256sum | cut -c1-16)
 
-if [[ -f "$out/.stamp" && "$(cat "$out/.stamp")" == "$stamp" ]] &&
-  [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/etcd" ]]; then
+wanted=("$@")
+[[ ${#wanted[@]} -gt 0 ]] || wanted=(kube-apiserver kube-controller-manager etcd)
+for name in "${wanted[@]}"; do
+  case $name in
+  kube-apiserver | kube-controller-manager | etcd) ;;
+  *)
+    echo "build.sh: unknown binary \"$name\" (want kube-apiserver, kube-controller-manager or etcd)" >&2
+    exit 2
+    ;;
+  esac
+done
+
+built() { [[ -x "$out/$1" && "$(cat "$out/.stamp-$1" 2>/dev/null)" == "$stamp" ]]; }
+
+mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# go_build NAME DIR PACKAGE FLAGS...: `go build -v` names each package as it compiles it; counted
+# against the packages `go list` finds missing from the Go build cache, that becomes a progress line
+# (packages compiled of total, elapsed, an estimate of what is left) at each tenth and every 15 s.
+go_build() {
+  local name=$1 dir=$2 pkg=$3
+  shift 3
+  local flags=(-trimpath "$@")
+  echo "building $name: listing its packages (a first build downloads the Go modules) ..." >&2
+  local total
+  total=$(cd "$dir" && go list "${flags[@]}" -deps -f '{{if .Stale}}x{{end}}' "$pkg" | grep -c x) || true
+  if ((total > 1)); then
+    echo "building $name: $total packages to compile (a cold build takes many minutes) ..." >&2
+  else
+    echo "building $name: linking (its packages are in the Go build cache) ..." >&2
+  fi
+  local start=$SECONDS last=$SECONDS compiled=0 tenth=0 line elapsed left
+  # In an `if`: a failed build must reach the clean-up below, not end the script (set -e).
+  if ! (cd "$dir" && go build -v "${flags[@]}" -o "$out/$name.tmp.$$" "$pkg") 2>&1 | while IFS= read -r line; do
+    if [[ ! $line =~ ^[A-Za-z0-9._~/-]+$ ]]; then
+      echo "$line" >&2 # an error, a module download: as go prints it
+      continue
+    fi
+    compiled=$((compiled + 1))
+    ((total > 1 && compiled <= total)) || continue
+    if ((SECONDS - last >= 15 || compiled * 10 / total > tenth)); then
+      last=$SECONDS
+      tenth=$((compiled * 10 / total))
+      elapsed=$((SECONDS - start))
+      left=""
+      ((compiled == total)) || left=", about $(mmss $((elapsed * (total - compiled) / compiled))) left"
+      echo "building $name: $compiled/$total packages, $(mmss "$elapsed") elapsed$left" >&2
+    fi
+  done; then
+    rm -f "$out/$name.tmp.$$"
+    return 1
+  fi
+  mv "$out/$name.tmp.$$" "$out/$name"
+  echo "$stamp" >"$out/.stamp-$name"
+  echo "built $name in $(mmss $((SECONDS - start)))" >&2
+}
+
+missing=()
+for name in "${wanted[@]}"; do built "$name" || missing+=("$name"); done
+if [[ ${#missing[@]} -eq 0 ]]; then
   echo "$out"
   exit 0
 fi
 
 mkdir -p "$out"
-rm -f "$out/.stamp"
 export CGO_ENABLED=0
-minor=${k8s#v1.}; minor=${minor%%.*}
+minor=${k8s#v1.}
+minor=${minor%%.*}
 ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 
-start=$SECONDS
-for cmd in kube-apiserver kube-controller-manager; do
-  echo "building $cmd $k8s (a cold build takes many minutes) ..." >&2
-  go build -trimpath -tags selinux,notest -ldflags "$ldflags" -o "$out/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd"
-  mv "$out/$cmd.tmp" "$out/$cmd"
+echo "building ${missing[*]} ($k8s, etcd $etcd) into $out" >&2
+for name in "${missing[@]}"; do
+  case $name in
+  etcd) go_build etcd etcd go.etcd.io/etcd/server/v3 -ldflags "-s -w" ;;
+  *) go_build "$name" . "k8s.io/kubernetes/cmd/$name" -tags selinux,notest -ldflags "$ldflags" ;;
+  esac
 done
-echo "building etcd $etcd ..." >&2
-(cd etcd && go build -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3)
-mv "$out/etcd.tmp" "$out/etcd"
-echo "$stamp" > "$out/.stamp"
-echo "built in $((SECONDS - start))s" >&2
 echo "$out"

@@ -4,15 +4,15 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { format, resolveConfig } from "prettier";
-import { CONTROLLERS } from "../../src/controller-names.js";
+import { CONTROLLERS } from "../../src/app/controller-names.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
 import { catalogueModule, kcmAppSources, kcmHelp } from "../support/kcm-flags.js";
 import { killAllKvc, startKvc } from "../support/kvc-process.js";
 import { kubeadmKcmFlags } from "../support/kubeadm.js";
 
-test("src/kcm-flags.ts is what the built kube-controller-manager's --help yields (npm run kcm:flags)", async () => {
-  const path = new URL("../../src/kcm-flags.ts", import.meta.url);
+test("src/app/kcm-flags.ts is what the built kube-controller-manager's --help yields (npm run kcm:flags)", async () => {
+  const path = new URL("../../src/app/kcm-flags.ts", import.meta.url);
   const options = await resolveConfig(path);
   const expected = await format(catalogueModule(kcmHelp(), kcmAppSources()), {
     ...options,

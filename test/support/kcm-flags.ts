@@ -1,16 +1,15 @@
 /**
- * Generates src/kcm-flags.ts, the catalogue of kube-controller-manager's command line, from the
+ * Generates src/app/kcm-flags.ts, the catalogue of kube-controller-manager's command line, from the
  * binary's `--help` (every flag, its pflag type and default, the controller names) and from its
  * source in the Go module cache (the controller aliases, which `--help` does not print).
  *
- *   npm run kcm:flags   (after `npm run control-plane:build`)
+ *   npm run kcm:flags   (builds kube-controller-manager first if it is not cached)
  *
  * test/integration/kcm-command-line.test.ts fails when the built binary's `--help` no longer yields the
  * committed catalogue.
  */
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -24,12 +23,6 @@ export interface KcmFlag {
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 export const KCM_VERSION = readFileSync(join(root, "test/control-plane/K8S_VERSION"), "utf8").trim();
-export const kcmBinary = join(
-  homedir(),
-  ".cache/kube-volume-controller/k8s",
-  KCM_VERSION,
-  "kube-controller-manager",
-);
 
 /** Every flag and controller name in a `kube-controller-manager --help` text. */
 export function parseHelp(help: string): { flags: KcmFlag[]; controllers: string[] } {
@@ -68,6 +61,12 @@ export function parseAliases(goSources: readonly string[]): string[] {
 }
 
 export function kcmHelp(): string {
+  // build.sh returns at once when the binary is cached; its progress goes to our stderr otherwise.
+  const dir = execFileSync(join(root, "test/control-plane/build.sh"), ["kube-controller-manager"], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const kcmBinary = join(dir.trim().split("\n").at(-1) ?? "", "kube-controller-manager");
   return execFileSync(kcmBinary, ["--help"], { encoding: "utf8" });
 }
 
@@ -79,7 +78,7 @@ export function kcmAppSources(): string[] {
     .map((f) => readFileSync(join(dir, f), "utf8"));
 }
 
-/** The text of src/kcm-flags.ts. */
+/** The text of src/app/kcm-flags.ts. */
 export function catalogueModule(help: string, goSources: readonly string[]): string {
   const { flags, controllers } = parseHelp(help);
   return [
@@ -98,5 +97,5 @@ export function catalogueModule(help: string, goSources: readonly string[]): str
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  writeFileSync(join(root, "src/kcm-flags.ts"), catalogueModule(kcmHelp(), kcmAppSources()));
+  writeFileSync(join(root, "src/app/kcm-flags.ts"), catalogueModule(kcmHelp(), kcmAppSources()));
 }

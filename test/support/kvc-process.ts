@@ -6,7 +6,7 @@ import { probe } from "../../src/controlplane/https-probe.js";
 import { freePort } from "../../src/controlplane/ports.js";
 import { abortedWhen, waitFor } from "../../src/util/wait.js";
 
-const cli = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
+const cli = fileURLToPath(new URL("../../src/app/cli.ts", import.meta.url));
 
 export interface KvcProcess {
   child: ChildProcess;

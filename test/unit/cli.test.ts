@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { RUN_FLAGS } from "../../src/options.js";
+import { RUN_FLAGS } from "../../src/app/options.js";
 import { kubeadmKcmFlags } from "../support/kubeadm.js";
 
-const cli = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
+const cli = fileURLToPath(new URL("../../src/app/cli.ts", import.meta.url));
 
 function kvc(...args: string[]) {
   return kvcWithEnv({}, ...args);
@@ -96,7 +96,7 @@ test("a bad value is one line naming the flag, exit code 2", () => {
 test("a kubeconfig path that does not exist is one line, exit code 2", () => {
   const r = kvc("run", "--kubeconfig=/nonexistent/kubeconfig");
   assert.equal(r.code, 2);
-  assert.equal(r.stderr, "kvc: --kubeconfig: /nonexistent/kubeconfig: no such file\n");
+  assert.equal(r.stderr, "kvc: --kubeconfig: /nonexistent/kubeconfig: no such file (see kvc --help)\n");
 });
 
 test("kvc version prints the package version; no command is a usage error", () => {

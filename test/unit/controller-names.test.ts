@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { enabledControllers } from "../../src/controller-names.js";
+import { enabledControllers } from "../../src/app/controller-names.js";
 
 test("* enables every controller; -name disables one, by name or alias", () => {
   assert.equal(enabledControllers(["*"]).size, 4);

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Options } from "yargs";
-import { duration, float, int, strings, typeName, withFlagNames } from "../../src/flag-types.js";
-import { KCM_FLAGS } from "../../src/kcm-flags.js";
-import { RUN_FLAGS } from "../../src/options.js";
+import { duration, float, int, strings, typeName, withFlagNames } from "../../src/app/flag-types.js";
+import { KCM_FLAGS } from "../../src/app/kcm-flags.js";
+import { RUN_FLAGS } from "../../src/app/options.js";
 
 test("values parse as pflag's types do, and a bad one says what was typed", () => {
   assert.equal(duration("1m30s"), 90_000);

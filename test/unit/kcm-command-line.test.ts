@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { separateIgnoredFlags } from "../../src/kcm-command-line.js";
-import { KCM_FLAGS } from "../../src/kcm-flags.js";
-import { RUN_FLAGS } from "../../src/options.js";
+import { separateIgnoredFlags } from "../../src/app/kcm-command-line.js";
+import { KCM_FLAGS } from "../../src/app/kcm-flags.js";
+import { RUN_FLAGS } from "../../src/app/options.js";
 import { kubeadmKcmFlags } from "../support/kubeadm.js";
 
 const declared = new Set(Object.keys(RUN_FLAGS));

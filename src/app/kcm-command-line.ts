@@ -3,8 +3,9 @@ import { KCM_FLAGS } from "./kcm-flags.js";
 /**
  * A kube-controller-manager command line for `kvc run`: the flags kvc declares go on to its parser;
  * every other flag KCM has (its other controllers, generic ones kvc does not implement) is taken out
- * here, with its value, so that a KCM manifest starts kvc unchanged. What is ignored is always "every
- * KCM flag minus the ones kvc declares": declaring a flag is all it takes to stop ignoring it.
+ * here, with its value, so that kvc starts from a KCM manifest's command line and names what it
+ * ignores in one warning (run.ts). What is ignored is always "every KCM flag minus the ones kvc
+ * declares": declaring a flag is all it takes to stop ignoring it.
  * A name KCM does not know stays in, for the parser to reject as unknown.
  */
 export function separateIgnoredFlags(

@@ -1,5 +1,5 @@
 import type { Options } from "yargs";
-import { parseDuration } from "./util/duration.js";
+import { parseDuration } from "../util/duration.js";
 
 /**
  * pflag's value types for yargs flags: each parses the text as kube-controller-manager's flag of that
@@ -33,6 +33,11 @@ export const strings: Coerce = (v) =>
     .map((s) => s.trim())
     .filter((s) => s !== "");
 
+/** A comma-separated list (pflag strings) whose items `parse` checks and turns into the flag's value. */
+export function list(parse: (items: string[]) => unknown): Coerce {
+  return named("strings", (v) => parse(strings(v) as string[]));
+}
+
 function number(v: unknown, min: number, want: string, ok: (n: number) => boolean): number {
   const text = String(v).trim();
   const n = text === "" ? NaN : Number(text);
@@ -65,7 +70,7 @@ export function withFlagNames<T extends Record<string, Options>>(
   return Object.fromEntries(
     Object.entries(flags).map(([name, flag]) => {
       const coerce: Coerce = flag.coerce ?? ((v) => v);
-      const list = coerce === strings;
+      const list = TYPE_NAMES.get(coerce) === "strings";
       return [
         name,
         {

@@ -3,11 +3,11 @@ import { loadYaml, type V1Pod } from "@kubernetes/client-node";
 import type { SecureVersion } from "node:tls";
 import type { Options } from "yargs";
 import { enabledControllers, type ControllerName } from "./controller-names.js";
-import { alwaysAllowPaths } from "./runtime/auth/authorization.js";
-import type { LoggingFormat } from "./runtime/logger.js";
-import { duration, float, int, strings } from "./flag-types.js";
-import { formatDuration } from "./util/duration.js";
-import { DEFAULT_FLEX_VOLUME_PLUGIN_DIR } from "./volume/flexvolume/prober.js";
+import { alwaysAllowPaths } from "../runtime/auth/authorization.js";
+import type { LoggingFormat } from "../runtime/logger.js";
+import { duration, float, int, list } from "./flag-types.js";
+import { formatDuration } from "../util/duration.js";
+import { DEFAULT_FLEX_VOLUME_PLUGIN_DIR } from "../volume/flexvolume/prober.js";
 
 /** --tls-min-version's values (Go's crypto/tls names, as KCM takes them) in Node's terms. */
 const TLS_VERSIONS = {
@@ -25,6 +25,7 @@ const TLS_VERSIONS = {
 export const RUN_FLAGS = {
   kubeconfig: {
     type: "string",
+    coerce: existingFile,
     group: "Generic:",
     describe: "Path to a kubeconfig file. Neither this nor --master: the in-cluster service account.",
   },
@@ -35,7 +36,7 @@ export const RUN_FLAGS = {
   },
   controllers: {
     type: "string",
-    coerce: strings,
+    coerce: list(enabledControllers),
     group: "Generic:",
     default: "*",
     describe:
@@ -147,6 +148,7 @@ export const RUN_FLAGS = {
   },
   "pv-recycler-pod-template-filepath-hostpath": {
     type: "string",
+    coerce: recyclerPodTemplate,
     group: "Persistent volume binder:",
     default: "",
     describe: "A YAML Pod used as the hostPath recycler pod template (the volume named 'vol' is replaced).",
@@ -165,6 +167,7 @@ export const RUN_FLAGS = {
   },
   "pv-recycler-pod-template-filepath-nfs": {
     type: "string",
+    coerce: recyclerPodTemplate,
     group: "Persistent volume binder:",
     default: "",
     describe: "A YAML Pod used as the NFS recycler pod template (the volume named 'vol' is replaced).",
@@ -232,12 +235,14 @@ export const RUN_FLAGS = {
   },
   "tls-min-version": {
     type: "string",
+    coerce: tlsVersion,
     group: "Secure serving:",
     default: "",
     describe: `Minimum TLS version supported. Possible values: ${Object.keys(TLS_VERSIONS).join(", ")}. Empty: VersionTLS12.`,
   },
   "authentication-kubeconfig": {
     type: "string",
+    coerce: existingFile,
     group: "Authentication:",
     default: "",
     describe:
@@ -253,6 +258,7 @@ export const RUN_FLAGS = {
   },
   "authorization-kubeconfig": {
     type: "string",
+    coerce: existingFile,
     group: "Authorization:",
     default: "",
     describe:
@@ -261,7 +267,10 @@ export const RUN_FLAGS = {
   },
   "authorization-always-allow-paths": {
     type: "string",
-    coerce: strings,
+    coerce: list((paths) => {
+      alwaysAllowPaths(paths); // checked as the path authorizer will use them
+      return paths;
+    }),
     group: "Authorization:",
     default: "/healthz,/readyz,/livez",
     describe:
@@ -377,30 +386,18 @@ export interface RunConfig {
   loggingFormat: LoggingFormat;
 }
 
-type RunArgs = { [K in keyof typeof RUN_FLAGS]?: unknown };
+export type RunArgs = { [K in keyof typeof RUN_FLAGS]?: unknown };
 
 /**
- * Turns flags parsed and coerced by their declarations into a RunConfig, or throws one clear
- * sentence naming the bad flag (checks across flags, files).
+ * Turns flags parsed and coerced by their declarations (`withFlagNames(RUN_FLAGS)`) into a RunConfig,
+ * or throws one clear sentence naming the bad flag (the checks across flags).
  */
 export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConfig {
   const number = (flag: keyof RunArgs): number => argv[flag] as number;
   const string = (flag: keyof RunArgs): string => (typeof argv[flag] === "string" ? argv[flag] : "");
   const optionalString = (flag: keyof RunArgs): string | undefined =>
     typeof argv[flag] === "string" && argv[flag] !== "" ? argv[flag] : undefined;
-
-  const optionalFile = (flag: keyof RunArgs): string | undefined => {
-    const path = optionalString(flag);
-    if (path !== undefined && !existsSync(path)) throw new Error(`--${flag}: ${path}: no such file`);
-    return path;
-  };
-  const kubeconfig = optionalFile("kubeconfig");
-  let controllers: Set<ControllerName>;
-  try {
-    controllers = enabledControllers(argv.controllers as string[]);
-  } catch (err) {
-    throw new Error(`--controllers: ${(err as Error).message}`, { cause: err });
-  }
+  const podTemplate = (flag: keyof RunArgs) => argv[flag] as V1Pod | undefined;
   const leaderElection = () => {
     const leaseDurationMs = number("leader-elect-lease-duration");
     const renewDeadlineMs = number("leader-elect-renew-deadline");
@@ -422,9 +419,9 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
   };
   return {
     ignoredFlags,
-    kubeconfig,
+    kubeconfig: optionalString("kubeconfig"),
     master: optionalString("master"),
-    controllers,
+    controllers: argv.controllers as Set<ControllerName>,
     qps: number("kube-api-qps"),
     burst: number("kube-api-burst"),
     requestTimeoutMs: number("kube-api-request-timeout"),
@@ -435,12 +432,12 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
     recyclerHostPath: {
       minimumTimeoutSeconds: number("pv-recycler-minimum-timeout-hostpath"),
       timeoutIncrementSeconds: number("pv-recycler-timeout-increment-hostpath"),
-      podTemplate: recyclerTemplate("pv-recycler-pod-template-filepath-hostpath", optionalString),
+      podTemplate: podTemplate("pv-recycler-pod-template-filepath-hostpath"),
     },
     recyclerNFS: {
       minimumTimeoutSeconds: number("pv-recycler-minimum-timeout-nfs"),
       timeoutIncrementSeconds: number("pv-recycler-increment-timeout-nfs"),
-      podTemplate: recyclerTemplate("pv-recycler-pod-template-filepath-nfs", optionalString),
+      podTemplate: podTemplate("pv-recycler-pod-template-filepath-nfs"),
     },
     attachDetachReconcileSyncPeriodMs: number("attach-detach-reconcile-sync-period"),
     disableAttachDetachReconcileSync: argv["disable-attach-detach-reconcile-sync"] === true,
@@ -451,14 +448,14 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
     certDir: string("cert-dir"),
     tlsCertFile: string("tls-cert-file"),
     tlsPrivateKeyFile: string("tls-private-key-file"),
-    tlsMinVersion: tlsMinVersion(string("tls-min-version")),
+    tlsMinVersion: argv["tls-min-version"] as SecureVersion | undefined,
     authentication: {
-      kubeconfig: optionalFile("authentication-kubeconfig"),
+      kubeconfig: optionalString("authentication-kubeconfig"),
       cacheTtlMs: number("authentication-token-webhook-cache-ttl"),
     },
     authorization: {
-      kubeconfig: optionalFile("authorization-kubeconfig"),
-      alwaysAllowPaths: alwaysAllowPathsFlag(argv["authorization-always-allow-paths"] as string[]),
+      kubeconfig: optionalString("authorization-kubeconfig"),
+      alwaysAllowPaths: argv["authorization-always-allow-paths"] as string[],
       allowCacheTtlMs: number("authorization-webhook-cache-authorized-ttl"),
       denyCacheTtlMs: number("authorization-webhook-cache-unauthorized-ttl"),
     },
@@ -467,42 +464,35 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
   };
 }
 
-function tlsMinVersion(value: string): SecureVersion | undefined {
+/** A file flag: empty (not set), or a path that exists. */
+function existingFile(v: unknown): string {
+  const path = String(v);
+  if (path !== "" && !existsSync(path)) throw new Error(`${path}: no such file`);
+  return path;
+}
+
+/** --tls-min-version: Go's crypto/tls name of a version, as Node's; empty: Node's default. */
+function tlsVersion(v: unknown): SecureVersion | undefined {
+  const value = String(v);
   if (value === "") return undefined;
   if (!Object.hasOwn(TLS_VERSIONS, value)) {
-    throw new Error(
-      `--tls-min-version: unknown tls version "${value}"; want one of ${Object.keys(TLS_VERSIONS).join(", ")}`,
-    );
+    throw new Error(`unknown tls version "${value}"; want one of ${Object.keys(TLS_VERSIONS).join(", ")}`);
   }
   return TLS_VERSIONS[value as keyof typeof TLS_VERSIONS];
 }
 
-/** A comma-separated list as pflag's StringSlice; each path checked as the path authorizer does. */
-function alwaysAllowPathsFlag(paths: string[]): string[] {
-  try {
-    alwaysAllowPaths(paths);
-  } catch (err) {
-    throw new Error(`--authorization-always-allow-paths: ${(err as Error).message}`, { cause: err });
-  }
-  return paths;
-}
-
-/** Reads a recycler pod template flag's file as KCM does (a Pod in YAML with a volume named "vol"). */
-function recyclerTemplate(
-  name: "pv-recycler-pod-template-filepath-hostpath" | "pv-recycler-pod-template-filepath-nfs",
-  optionalString: (flag: keyof RunArgs) => string | undefined,
-): V1Pod | undefined {
-  const path = optionalString(name);
-  if (path === undefined) return undefined;
-  const flag = `--${name}`;
+/** A recycler pod template flag's file, read as KCM does (a Pod in YAML with a volume named "vol"). */
+function recyclerPodTemplate(v: unknown): V1Pod | undefined {
+  const path = String(v);
+  if (path === "") return undefined;
   let pod: V1Pod;
   try {
     pod = loadYaml<V1Pod>(readFileSync(path, "utf8"));
   } catch (err) {
-    throw new Error(`${flag}: ${path}: ${(err as Error).message}`, { cause: err });
+    throw new Error(`${path}: ${(err as Error).message}`, { cause: err });
   }
-  if (pod.kind !== "Pod" || !pod.spec?.volumes?.some((v) => v.name === "vol")) {
-    throw new Error(`${flag}: ${path}: want a Pod with a volume named "vol"`);
+  if (pod.kind !== "Pod" || !pod.spec?.volumes?.some((vol) => vol.name === "vol")) {
+    throw new Error(`${path}: want a Pod with a volume named "vol"`);
   }
   return pod;
 }

@@ -1,21 +1,21 @@
 import { createWriteStream, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { CoreV1Api, StorageV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { binaryVersions } from "./controlplane/binaries.js";
-import { LocalControlPlane } from "./controlplane/local-control-plane.js";
+import { binaryVersions } from "../controlplane/binaries.js";
+import { LocalControlPlane } from "../controlplane/local-control-plane.js";
 import {
   applyDemoWorkload,
   DEMO_CSI_DRIVER,
   DEMO_NAMESPACE,
   isSettled,
   renderDemoTable,
-} from "./dev/demo.js";
-import { startExternalAttacher } from "./dev/external-attacher.js";
+} from "../dev/demo.js";
+import { startExternalAttacher } from "../dev/external-attacher.js";
 import type { RunConfig } from "./options.js";
-import { isAlreadyExists } from "./runtime/api-errors.js";
-import { silentLogger } from "./runtime/logger.js";
+import { isAlreadyExists } from "../runtime/api-errors.js";
+import { silentLogger } from "../runtime/logger.js";
 import { run } from "./run.js";
-import { sleep, realClock } from "./runtime/clock.js";
+import { sleep, realClock } from "../runtime/clock.js";
 
 export interface DevOptions {
   /** Apply the demo workload and show its table until interrupted. */
@@ -31,7 +31,7 @@ export interface DevOptions {
 export async function runDev(config: RunConfig, options: DevOptions): Promise<void> {
   const say = (line: string) => process.stderr.write(`kvc dev: ${line}\n`);
   const started = Date.now();
-  say("building the control plane if it is not cached (the first build takes 10-30 minutes) ...");
+  // The build, when kube-apiserver or etcd is not cached yet, reports its own progress through `say`.
   const cp = await LocalControlPlane.start({ onProgress: say });
   try {
     const versions = await binaryVersions(cp.binaries);

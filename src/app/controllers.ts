@@ -1,30 +1,31 @@
 import type { Registry } from "prom-client";
 import type { ControllerName } from "./controller-names.js";
 import type { RunConfig } from "./options.js";
-import { PersistentVolumeMetrics } from "./persistentvolume/metrics.js";
-import { PersistentVolumeControllerRunner } from "./persistentvolume/pv-controller-base.js";
-import { realClock } from "./runtime/clock.js";
-import { EventRecorder } from "./runtime/events/recorder.js";
-import { AttachDetachController } from "./attachdetach/attach-detach-controller.js";
-import { errorMessage } from "./runtime/api-errors.js";
+import { PersistentVolumeMetrics } from "../persistentvolume/metrics.js";
+import { PersistentVolumeControllerRunner } from "../persistentvolume/pv-controller-base.js";
+import { realClock } from "../runtime/clock.js";
+import { EventRecorder } from "../runtime/events/recorder.js";
+import { AttachDetachController } from "../attachdetach/attach-detach-controller.js";
+import { errorMessage } from "../runtime/api-errors.js";
 import {
   attachablePlugins,
   provisionableRecyclablePlugins,
   type DefaultPluginsOptions,
-} from "./volume/default-plugins.js";
-import { FlexVolumeProber } from "./volume/flexvolume/prober.js";
-import { VolumePluginManager } from "./volume/plugin-manager.js";
-import { PVCProtectionController } from "./protection/pvc-protection-controller.js";
-import { PVProtectionController } from "./protection/pv-protection-controller.js";
-import type { ApiClients } from "./runtime/client.js";
-import type { InformerFactory } from "./runtime/informer/index.js";
-import type { Logger } from "./runtime/logger.js";
-import type { WorkqueueMetrics } from "./runtime/workqueue/index.js";
+} from "../volume/default-plugins.js";
+import { FlexVolumeProber } from "../volume/flexvolume/prober.js";
+import { VolumePluginManager } from "../volume/plugin-manager.js";
+import { PVCProtectionController } from "../protection/pvc-protection-controller.js";
+import { PVProtectionController } from "../protection/pv-protection-controller.js";
+import type { ApiClients } from "../runtime/client.js";
+import type { InformerFactory } from "../runtime/informer/index.js";
+import type { Logger } from "../runtime/logger.js";
+import type { WorkqueueMetrics } from "../runtime/workqueue/index.js";
 
 export interface ControllerContext {
   config: RunConfig;
   clients: ApiClients;
   informers: InformerFactory;
+  /** The controller's own: a child of the process's logger with its name as `controller`. */
   logger: Logger;
   /** Where controllers register their own metrics (served on /metrics). */
   registry: Registry;
@@ -153,7 +154,8 @@ export function newControllers(
   const unavailable: ControllerName[] = [];
   for (const name of enabled) {
     const construct = CONSTRUCTORS[name];
-    if (construct) controllers.set(name, construct(ctx));
+    if (construct)
+      controllers.set(name, construct({ ...ctx, logger: ctx.logger.child({ controller: name }) }));
     else unavailable.push(name);
   }
   return { controllers, unavailable };

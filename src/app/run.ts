@@ -1,0 +1,392 @@
+import { hostname } from "node:os";
+import { randomUUID } from "node:crypto";
+import pkg from "../../package.json" with { type: "json" };
+import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import type { ControllerName } from "./controller-names.js";
+import { newControllers, type Controller } from "./controllers.js";
+import { ExitError } from "./exit-error.js";
+import type { RunConfig } from "./options.js";
+import { errorMessage } from "../runtime/api-errors.js";
+import { DelegatingAuthenticator } from "../runtime/auth/authentication.js";
+import { DelegatingAuthorizer } from "../runtime/auth/authorization.js";
+import { ApiClients, delegatedKubeConfig, loadKubeConfig } from "../runtime/client.js";
+import { InformerFactory } from "../runtime/informer/index.js";
+import { realClock } from "../runtime/clock.js";
+import { LeaderElector } from "../runtime/leader-election.js";
+import { createLogger, type Logger } from "../runtime/logger.js";
+import { serve } from "../runtime/server.js";
+import { servingCert } from "../runtime/serving-cert.js";
+import { WorkqueueMetrics } from "../runtime/workqueue/index.js";
+import { WriteGate } from "../runtime/write-gate.js";
+
+/**
+ * `kvc run`: serving, leader election, then the enabled controllers on shared informers. Losing the
+ * lease ends it at once with an ExitError (code 1; the CLI exits without waiting for the controllers,
+ * as kube-controller-manager does): a replica that may have stale state must not go on writing; its
+ * pod restarts and rejoins as a candidate. Until then, and whenever its last renewal is older than the
+ * renew deadline, a WriteGate under the API client refuses or holds every write, whichever
+ * controller, recorder or attacher makes it. SIGINT/SIGTERM stop it gracefully: it resolves.
+ */
+export async function run(
+  config: RunConfig,
+  { logDestination }: { logDestination?: NodeJS.WritableStream | undefined } = {},
+): Promise<void> {
+  const log = createLogger({
+    verbosity: config.verbosity,
+    format: config.loggingFormat,
+    destination: logDestination,
+  });
+  if (config.ignoredFlags.length > 0) {
+    log.warn({ flags: config.ignoredFlags }, "ignoring kube-controller-manager flags kvc does not implement");
+  }
+  const kubeConfig = loadKubeConfig(config.kubeconfig, config.master);
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  // As client-go: the identity is the hostname plus a unique suffix, so two replicas never share it.
+  // It ends the User-Agent too, so the apiserver's audit log tells the replicas' requests apart.
+  const identity = `${hostname()}_${randomUUID()}`;
+  const userAgent = `kube-volume-controller/v${pkg.version} (${process.platform}/${process.arch}) ${identity}`;
+  const le = config.leaderElection;
+  const writeGate = le && new WriteGate(realClock, le.renewDeadlineMs);
+  const clients = new ApiClients(kubeConfig, {
+    qps: config.qps,
+    burst: config.burst,
+    registry,
+    userAgent,
+    requestTimeoutMs: config.requestTimeoutMs,
+    ...(writeGate && { writeGate }),
+  });
+  const informers = new InformerFactory({
+    kubeConfig,
+    apis: clients,
+    beforeWatch: () => clients.limiter.wait(),
+    logger: log.child({ logger: "informers" }),
+  });
+  const shutdown = new Shutdown(log);
+  // Lease loss and a leader's failed controllers end run() at once, whatever else is in flight.
+  const fatal = Promise.withResolvers<never>();
+  fatal.promise.catch(() => {}); // raced below; after a graceful stop nothing rejects it any more
+  const manager = new ControllerManager(config, { clients, informers, log, registry }, (err) => {
+    log.error({ err }, "controllers failed");
+    fatal.reject(new ExitError(`controllers failed: ${errorMessage(err)}`, 1, { cause: err }));
+  });
+  const leading =
+    le &&
+    writeGate &&
+    newElector({
+      le,
+      identity,
+      // KCM's leader-election client: its own, with the renew deadline as request timeout, and ungated.
+      clients: new ApiClients(kubeConfig, {
+        qps: config.qps,
+        burst: config.burst,
+        registry,
+        userAgent: `${userAgent}/leader-election`,
+        requestTimeoutMs: le.renewDeadlineMs,
+      }),
+      registry,
+      log: log.child({ logger: "leader-election" }),
+      writeGate,
+      shutdown: shutdown.elector,
+      startControllers: (signal) => {
+        shutdown.controllersDone = manager.start(AbortSignal.any([signal, shutdown.controllers]));
+      },
+      onLost: () => {
+        fatal.reject(new ExitError("leaderelection lost", 1));
+      },
+    });
+  let server: Awaited<ReturnType<typeof serveSecurely>> | undefined;
+  try {
+    if (config.securePort > 0) {
+      server = await serveSecurely(config, {
+        log: log.child({ logger: "secure-serving" }),
+        registry,
+        leading,
+        manager,
+      });
+    }
+    const running = leading
+      ? leading.elector.run(shutdown.elector)
+      : (shutdown.controllersDone = manager.start(shutdown.controllers));
+    await Promise.race([running, fatal.promise]);
+  } finally {
+    await server?.close();
+    shutdown.close();
+  }
+}
+
+/**
+ * SIGINT/SIGTERM: the controllers stop and finish their writes first; only then does the elector stop,
+ * releasing the lease so a standby takes over at once. A Ctrl-C under `npm start` arrives twice (from
+ * the terminal and forwarded by npm): a repeated signal must neither cut the graceful shutdown short
+ * nor fall through to a default exit.
+ */
+class Shutdown {
+  readonly #controllers = new AbortController();
+  readonly #elector = new AbortController();
+  /** What the elector waits for before it stops. */
+  controllersDone: Promise<void> = Promise.resolve();
+  readonly #onSignal = (signal: NodeJS.Signals) => {
+    if (this.#controllers.signal.aborted) {
+      this.log.info({ signal }, "already shutting down");
+      return;
+    }
+    this.log.info({ signal }, "shutting down");
+    this.#controllers.abort(new Error(`received ${signal}`));
+    void this.controllersDone.finally(() => {
+      this.#elector.abort(new Error(`received ${signal}`));
+    });
+  };
+
+  constructor(private readonly log: Logger) {
+    for (const signal of SIGNALS) process.on(signal, this.#onSignal);
+  }
+
+  get controllers(): AbortSignal {
+    return this.#controllers.signal;
+  }
+
+  get elector(): AbortSignal {
+    return this.#elector.signal;
+  }
+
+  close(): void {
+    for (const signal of SIGNALS) process.off(signal, this.#onSignal);
+  }
+}
+
+const SIGNALS = ["SIGINT", "SIGTERM"] as const;
+
+/**
+ * The enabled controllers, built before anything starts (their constructors register informers and
+ * handlers), then run on the shared informers once their caches have synced.
+ */
+class ControllerManager {
+  readonly #controllers: Map<ControllerName, Controller>;
+  readonly #log: Logger;
+  #synced = false;
+
+  constructor(
+    private readonly config: RunConfig,
+    private readonly deps: {
+      clients: ApiClients;
+      informers: InformerFactory;
+      log: Logger;
+      registry: Registry;
+    },
+    private readonly onFailed: (err: unknown) => void,
+  ) {
+    this.#log = deps.log;
+    const { controllers, unavailable } = newControllers(config.controllers, {
+      config,
+      clients: deps.clients,
+      informers: deps.informers,
+      logger: deps.log,
+      registry: deps.registry,
+      workqueueMetrics: new WorkqueueMetrics(deps.registry),
+    });
+    for (const name of unavailable) {
+      this.#log.warn({ controller: name }, "controller is not part of this build yet; not started");
+    }
+    this.#controllers = controllers;
+  }
+
+  /** Informers synced: a leader is ready (readyz). */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /**
+   * Runs the controllers until `signal` aborts. A failure before that is reported to onFailed (the
+   * process must not go on half-working); the returned promise then resolves.
+   */
+  start(signal: AbortSignal): Promise<void> {
+    return this.#run(signal).catch((err: unknown) => {
+      if (!signal.aborted) this.onFailed(err);
+    });
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    const { informers } = this.deps;
+    const done = informers.start(signal);
+    await informers.waitForCacheSync(signal);
+    this.#synced = true;
+    await Promise.all([
+      done,
+      ...[...this.#controllers].map(([name, c]) => {
+        this.#log.info({ controller: name }, "starting controller");
+        return c.run(signal);
+      }),
+    ]);
+  }
+}
+
+/** --secure-port: /metrics and the health checks, leader election's among them when it is on. */
+async function serveSecurely(
+  config: RunConfig,
+  o: {
+    log: Logger;
+    registry: Registry;
+    leading: ReturnType<typeof newElector> | undefined;
+    manager: ControllerManager;
+  },
+) {
+  const { log, leading, manager } = o;
+  const elector = leading?.elector;
+  const server = await serve({
+    bindAddress: config.bindAddress,
+    port: config.securePort,
+    ...(await secureServing(config, log)),
+    logger: log,
+    registry: o.registry,
+    healthz: [
+      { name: "ping", check: () => {} },
+      ...(elector
+        ? [
+            {
+              name: "leaderElection",
+              check: () => {
+                const err = elector.check();
+                if (err) throw err;
+              },
+            },
+          ]
+        : []),
+    ],
+    readyz: [
+      ...(elector
+        ? [
+            {
+              name: "leader-election-lease",
+              // A replica that cannot read or write its Lease (RBAC, namespace) never leads: say why.
+              showReason: true,
+              check: () => {
+                const err = leading.leaseError();
+                if (err) throw err;
+              },
+            },
+          ]
+        : []),
+      {
+        name: "informer-sync",
+        // A standby is ready (to take over); only a leader waits for its informers, or a rolling
+        // update of a 2-replica Deployment would wait forever on the standby.
+        check: () => {
+          if (elector && !elector.isLeader()) return;
+          if (!manager.synced) throw new Error("informers not synced");
+        },
+      },
+    ],
+  });
+  log.info(
+    { address: `${config.bindAddress}:${server.port}` },
+    "serving /metrics, /healthz, /livez, /readyz over HTTPS",
+  );
+  return server;
+}
+
+/**
+ * The certificate and the delegated authenticator and authorizer of --secure-port, as KCM builds
+ * them from its SecureServing, Authentication and Authorization options. Their clients allow 200
+ * queries per second (burst 400) as upstream's, apart from the controllers' limit, and are not fenced:
+ * reviews are not writes to the cluster.
+ */
+async function secureServing(config: RunConfig, log: Logger) {
+  const cert = await servingCert({
+    bindAddress: config.bindAddress,
+    certDir: config.certDir,
+    certFile: config.tlsCertFile,
+    keyFile: config.tlsPrivateKeyFile,
+  });
+  log.info({ certificate: cert.source }, "serving certificate");
+  const delegated = (file: string | undefined, what: string, whenMissing: string) => {
+    const kc = delegatedKubeConfig(file, (message) => {
+      log.warn({ err: message }, `delegated ${what}`);
+    });
+    if (!kc) {
+      log.warn(`No ${what}-kubeconfig provided, so ${whenMissing}`);
+      return undefined;
+    }
+    // Upstream's Delegating{Authentication,Authorization}Options.ClientTimeout: 10 s.
+    return new ApiClients(kc, { qps: 200, burst: 400, requestTimeoutMs: 10_000 });
+  };
+  const authn = delegated(
+    config.authentication.kubeconfig,
+    "authentication",
+    "all requests are considered to be anonymous",
+  );
+  const authz = delegated(
+    config.authorization.kubeconfig,
+    "authorization",
+    "SubjectAccessReview of authorization tokens won't work",
+  );
+  return {
+    cert,
+    minVersion: config.tlsMinVersion,
+    authenticator: new DelegatingAuthenticator(authn?.authentication, {
+      cacheTtlMs: config.authentication.cacheTtlMs,
+    }),
+    authorizer: new DelegatingAuthorizer(authz?.authorization, config.authorization),
+  };
+}
+
+/**
+ * Leader election on a Lease, as KCM's: leading starts the controllers; losing the lease (not
+ * releasing it at shutdown) calls onLost. `leaseError` is why the Lease cannot be read or written, if
+ * it cannot (readyz says it).
+ */
+function newElector(o: {
+  le: NonNullable<RunConfig["leaderElection"]>;
+  identity: string;
+  clients: ApiClients;
+  registry: Registry;
+  log: Logger;
+  writeGate: WriteGate;
+  shutdown: AbortSignal;
+  startControllers: (signal: AbortSignal) => void;
+  onLost: () => void;
+}): { elector: LeaderElector; leaseError: () => Error | undefined } {
+  const { le, identity, log } = o;
+  const status = new Gauge({
+    name: "leader_election_master_status",
+    help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.",
+    labelNames: ["name"] as const,
+    registers: [o.registry],
+  });
+  status.set({ name: le.name }, 0);
+  const lease = { name: le.name, namespace: le.namespace };
+  let leaseError: Error | undefined;
+  const elector = new LeaderElector({
+    lock: { ...lease, identity },
+    coordination: o.clients.coordination,
+    leaseDurationMs: le.leaseDurationMs,
+    renewDeadlineMs: le.renewDeadlineMs,
+    retryPeriodMs: le.retryPeriodMs,
+    releaseOnCancel: true,
+    logger: log,
+    onStartedLeading: (signal) => {
+      log.info({ identity, lease }, "started leading");
+      o.writeGate.lead(signal);
+      o.startControllers(signal);
+    },
+    onRenewed: (sentAt) => {
+      o.writeGate.renewed(sentAt);
+    },
+    onLeaseError: (err) => (leaseError = err),
+    onStoppedLeading: () => {
+      if (o.shutdown.aborted) {
+        log.info({ identity, lease }, "stopped leading");
+        return;
+      }
+      log.error({ identity, lease }, "leaderelection lost");
+      o.onLost();
+    },
+    onNewLeader: (holder) => {
+      if (holder !== identity) log.info({ holder, lease }, "new leader elected");
+    },
+    onLeaderStatus: (leading) => {
+      status.set({ name: le.name }, leading ? 1 : 0);
+    },
+  });
+  return { elector, leaseError: () => leaseError };
+}

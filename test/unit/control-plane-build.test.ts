@@ -1,0 +1,116 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+/**
+ * test/control-plane/build.sh against a stand-in `go` (the real build takes minutes to hours): which
+ * binaries it builds, its per-binary stamps and its progress lines. The stand-in answers `go list`
+ * with $FAKE_GO_PACKAGES stale packages and `go build -v` by naming that many packages, then writing
+ * the binary; it logs each build to $FAKE_GO_LOG.
+ */
+const script = fileURLToPath(new URL("../../test/control-plane/build.sh", import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "kvc-build-sh-"));
+after(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+writeFileSync(
+  join(dir, "go"),
+  `#!/usr/bin/env bash
+set -eu
+cmd=$1; shift
+out=""; pkg=""
+while [[ $# -gt 0 ]]; do
+  case $1 in -o) out=$2; shift 2 ;; -tags|-ldflags|-f) shift 2 ;; -*) shift ;; *) pkg=$1; shift ;; esac
+done
+case $cmd in
+list) for ((i = 0; i < FAKE_GO_PACKAGES; i++)); do echo x; done ;;
+build)
+  echo "$pkg" >>"$FAKE_GO_LOG"
+  for ((i = 0; i < FAKE_GO_PACKAGES; i++)); do echo "example.com/$pkg/p$i" >&2; done
+  if [[ -n \${FAKE_GO_FAIL:-} ]]; then echo "# example.com/broken" >&2; echo "broken.go:1: syntax error" >&2; exit 1; fi
+  printf '#!/bin/sh\\n' >"$out"; chmod +x "$out" ;;
+esac
+`,
+);
+chmodSync(join(dir, "go"), 0o755);
+
+function build(args: string[], env: Record<string, string> = {}) {
+  const cache = join(dir, "cache");
+  const log = join(dir, "builds.log");
+  rmSync(log, { force: true });
+  const r = spawnSync(script, args, {
+    encoding: "utf8",
+    env: {
+      ...process.env,
+      PATH: `${dir}:${process.env.PATH ?? ""}`,
+      KVC_CACHE_DIR: cache,
+      FAKE_GO_PACKAGES: "20",
+      FAKE_GO_LOG: log,
+      ...env,
+    },
+  });
+  return {
+    ...r,
+    built: existsSync(log) ? readFileSync(log, "utf8").trim().split("\n") : [],
+    outDir: r.stdout.trim().split("\n").at(-1) ?? "",
+  };
+}
+
+test("build.sh builds only the binaries asked for, once each (a stamp per binary)", () => {
+  const first = build(["kube-apiserver", "etcd"]);
+  assert.equal(first.status, 0, first.stderr);
+  assert.deepEqual(first.built, ["k8s.io/kubernetes/cmd/kube-apiserver", "go.etcd.io/etcd/server/v3"]);
+  assert.ok(existsSync(join(first.outDir, "kube-apiserver")));
+  assert.ok(!existsSync(join(first.outDir, "kube-controller-manager")), "kube-controller-manager not built");
+
+  const again = build(["kube-apiserver", "etcd"]);
+  assert.equal(again.status, 0, again.stderr);
+  assert.deepEqual(again.built, [], "nothing rebuilt");
+  assert.equal(again.stderr, "", "silent when everything is built");
+  assert.equal(again.outDir, first.outDir);
+
+  const all = build([]);
+  assert.equal(all.status, 0, all.stderr);
+  assert.deepEqual(all.built, ["k8s.io/kubernetes/cmd/kube-controller-manager"], "no argument: all three");
+});
+
+test("build.sh reports packages compiled of total, elapsed and an estimate of what is left", () => {
+  const r = build(["kube-controller-manager"], { KVC_CACHE_DIR: join(dir, "progress-cache") });
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stderr.split("\n");
+  assert.ok(
+    lines.includes(
+      "building kube-controller-manager: 20 packages to compile (a cold build takes many minutes) ...",
+    ),
+    r.stderr,
+  );
+  const progress = lines.filter((l) => /^building kube-controller-manager: \d+\/20 packages/.test(l));
+  assert.equal(progress.length, 10, `one line per tenth:\n${r.stderr}`);
+  assert.match(
+    progress[0] ?? "",
+    /^building kube-controller-manager: 2\/20 packages, 0m0\ds elapsed, about 0m\d\ds left$/,
+  );
+  assert.match(progress.at(-1) ?? "", /^building kube-controller-manager: 20\/20 packages, 0m0\ds elapsed$/);
+  assert.match(r.stderr, /^built kube-controller-manager in 0m0\ds$/m);
+});
+
+test("build.sh passes a failed build's errors on, leaves no binary and fails", () => {
+  const r = build(["etcd"], { KVC_CACHE_DIR: join(dir, "failed-cache"), FAKE_GO_FAIL: "1" });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /^broken\.go:1: syntax error$/m);
+  assert.ok(!r.stderr.includes("example.com/go.etcd.io"), "package names are counted, not printed");
+  const out = join(dir, "failed-cache", "k8s");
+  const files = spawnSync("find", [out, "-type", "f"], { encoding: "utf8" }).stdout.trim();
+  assert.equal(files, "", "no binary, no stamp, no temporary file");
+});
+
+test("build.sh refuses a binary it does not know", () => {
+  const r = build(["kubelet"]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /unknown binary "kubelet" \(want kube-apiserver, kube-controller-manager or etcd\)/);
+  assert.deepEqual(r.built, []);
+});
