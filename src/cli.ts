@@ -81,6 +81,11 @@ await yargs(args)
     },
   )
   .command(
+    "explain",
+    "Explain, read-only, why a claim is Pending (kubectl's connection flags; see docs/explain.md).",
+    async (y) => (await import("./explain/command.js")).explainCommand(y),
+  )
+  .command(
     "version",
     "Print the version of kvc.",
     (y) => y,
@@ -88,7 +93,7 @@ await yargs(args)
       process.stdout.write(`${versionInfo()}\n`);
     },
   )
-  .demandCommand(1, "name a command: run, dev or version")
+  .demandCommand(1, "name a command: run, dev, explain or version")
   .recommendCommands()
   .strict()
   .version(false)

@@ -1,0 +1,91 @@
+import { styleText } from "node:util";
+import { dump } from "js-yaml";
+import type { ClaimExplanation, VolumeVerdict } from "./claim.js";
+
+export const OUTPUT_FORMATS = ["human", "json", "yaml"] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+/** Human output lists every volume up to this many; beyond, a summary by reason and the nearest. */
+export const LIST_ALL_UP_TO = 20;
+const NEAREST = 10;
+
+type Style = Parameters<typeof styleText>[0];
+/** Colours only on a terminal (styleText checks the stream, NO_COLOR and FORCE_COLOR). */
+export type Paint = (style: Style, text: string) => string;
+export const paintFor =
+  (stream: NodeJS.WriteStream): Paint =>
+  (style, text) =>
+    styleText(style, text, { stream });
+export const noPaint: Paint = (_, text) => text;
+
+export function render(report: ClaimExplanation, format: OutputFormat, paint: Paint): string {
+  if (format === "json") return `${JSON.stringify(report, null, 2)}\n`;
+  if (format === "yaml") return dump(report, { noRefs: true, lineWidth: -1 });
+  return renderClaim(report, paint);
+}
+
+function renderClaim(r: ClaimExplanation, paint: Paint): string {
+  const d = r.claim.demands;
+  const lines: string[] = [];
+  lines.push(
+    `${paint("bold", `PersistentVolumeClaim ${r.claim.namespace}/${r.claim.name}`)}: ${r.claim.phase}`,
+  );
+  const klass =
+    d.storageClass === null
+      ? "none"
+      : d.storageClassSource === "default"
+        ? `${d.storageClass} (the default class, assigned by the binder)`
+        : d.storageClass;
+  const row = (name: string, value: string) => lines.push(`  ${`${name}:`.padEnd(24)}${value}`);
+  row("storage class", klass);
+  row("access modes", d.accessModes.join(", ") || "<none>");
+  row("size", d.size ?? "<none>");
+  row("volume mode", d.volumeMode);
+  row("selector", d.selector ?? "<none>");
+  row("binding mode", d.bindingMode ?? "<no class>");
+  row("selected node", d.selectedNode ?? "<none>");
+  row("volume attributes class", d.volumeAttributesClass ?? "<none>");
+  if (r.claim.volumeName) row("volume name", r.claim.volumeName);
+
+  const v = r.volumes;
+  lines.push("", paint("bold", `Volumes: ${v.total}, ${v.matching} matching`));
+  let shown: VolumeVerdict[] = v.verdicts;
+  if (v.total > LIST_ALL_UP_TO) {
+    for (const [code, count] of Object.entries(v.byReason).sort((a, b) => b[1] - a[1])) {
+      lines.push(`  ${code.padEnd(16)}${count}`);
+    }
+    shown = v.verdicts.slice(0, NEAREST);
+    lines.push(`  nearest ${shown.length}:`);
+  }
+  for (const verdict of shown) {
+    const head = `  ${verdict.name} (${verdict.capacity ?? "no capacity"})`;
+    if (verdict.verdict === "Match") {
+      const tag = verdict.chosen ? "would bind" : verdict.preBound ? "matches (pre-bound)" : "matches";
+      lines.push(`${head}: ${paint("green", tag)}`);
+      continue;
+    }
+    lines.push(`${head}:`);
+    for (const reason of verdict.reasons) {
+      lines.push(
+        `    ${paint("red", reason.code)}: wants ${reason.wanted || "<none>"}, has ${reason.found || "<none>"}`,
+      );
+    }
+  }
+
+  const c = r.conclusion;
+  lines.push("", `${paint("bold", "Conclusion")}: ${paint("cyan", c.kind)}: ${c.message}`);
+  if (c.provisioner) {
+    const state =
+      c.provisioner.alive === true
+        ? paint("green", "looks alive")
+        : c.provisioner.alive === false
+          ? paint("yellow", "no sign of it running")
+          : "unknown";
+    lines.push(`  provisioner ${c.provisioner.name}: ${state} (${c.provisioner.evidence})`);
+  }
+  if (r.suggestions.length) {
+    lines.push("", paint("bold", "What you can change:"));
+    for (const s of r.suggestions) lines.push(`  - ${s}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
