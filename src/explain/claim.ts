@@ -17,7 +17,7 @@ import {
   type MismatchReason,
   type ReasonCode,
 } from "../persistentvolume/volume-index.js";
-import { tryParseQuantity, compareQuantities } from "../util/quantity.js";
+import { compareQuantities, tryParseQuantity, type Quantity } from "../util/quantity.js";
 
 /**
  * `kvc explain pvc`: what the PV binder does with a claim and why, decided by the binder's own
@@ -345,26 +345,25 @@ export function provisionerStatus(
   };
 }
 
-/** Matching volumes first, then fewest reasons, then capacity nearest above the request. */
-function nearestFirst(request: ReturnType<typeof tryParseQuantity>) {
-  const distance = (v: VolumeVerdict): number => {
-    const capacity = tryParseQuantity(v.capacity ?? undefined);
-    if (!capacity || !request) return 2;
-    return compareQuantities(capacity, request) >= 0 ? 0 : 1;
+/** The chosen volume, then fewest reasons, then capacity nearest the request (above, then below). */
+function nearestFirst(request: Quantity) {
+  const capacity = (v: VolumeVerdict) => tryParseQuantity(v.capacity ?? undefined);
+  const fits = (q: Quantity | undefined) => q !== undefined && compareQuantities(q, request) >= 0;
+  return (a: VolumeVerdict, b: VolumeVerdict): number => {
+    const x = capacity(a);
+    const y = capacity(b);
+    const byDistance = () => {
+      if (fits(x) !== fits(y)) return fits(x) ? -1 : 1;
+      if (!x || !y) return Number(!x) - Number(!y);
+      return fits(x) ? compareQuantities(x, y) : compareQuantities(y, x);
+    };
+    return (
+      Number(b.chosen) - Number(a.chosen) ||
+      a.reasons.length - b.reasons.length ||
+      byDistance() ||
+      (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+    );
   };
-  return (a: VolumeVerdict, b: VolumeVerdict): number =>
-    Number(b.chosen) - Number(a.chosen) ||
-    a.reasons.length - b.reasons.length ||
-    distance(a) - distance(b) ||
-    compareCapacity(a, b) ||
-    (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-}
-
-function compareCapacity(a: VolumeVerdict, b: VolumeVerdict): number {
-  const x = tryParseQuantity(a.capacity ?? undefined);
-  const y = tryParseQuantity(b.capacity ?? undefined);
-  if (!x || !y) return Number(!x) - Number(!y);
-  return compareQuantities(x, y);
 }
 
 /** What the user can change, from the conclusion and the nearest volume's reasons. */

@@ -36,7 +36,7 @@ function renderClaim(r: ClaimExplanation, paint: Paint): string {
       : d.storageClassSource === "default"
         ? `${d.storageClass} (the default class, assigned by the binder)`
         : d.storageClass;
-  const row = (name: string, value: string) => lines.push(`  ${`${name}:`.padEnd(24)}${value}`);
+  const row = (name: string, value: string) => lines.push(`  ${`${name}:`.padEnd(26)}${value}`);
   row("storage class", klass);
   row("access modes", d.accessModes.join(", ") || "<none>");
   row("size", d.size ?? "<none>");

@@ -276,7 +276,7 @@ const RULES: readonly Rule[] = [
     fails: (q, { capacity }) => capacity === undefined || compareQuantities(capacity, q.request) < 0,
     compared: (q, { pv }) => ({
       wanted: q.claim.spec?.resources?.requests?.storage ?? "",
-      found: describe(pv.spec?.capacity?.storage),
+      found: pv.spec?.capacity?.storage ?? "missing",
     }),
   },
   {
