@@ -3,6 +3,7 @@ import { errorMessage, isNotFound } from "../runtime/api-errors.js";
 import { ApiClients, loadKubeConfig } from "../runtime/client.js";
 import { ANN_SELECTED_NODE } from "../persistentvolume/annotations.js";
 import type { ClaimInputs } from "./claim.js";
+import type { VolumeInputs } from "./volume.js";
 
 /** kubectl's connection flags, as `kvc explain` takes them. */
 export interface ConnectionFlags {
@@ -52,6 +53,37 @@ export class ClusterReader {
       selectedNode ? core.readNode({ name: selectedNode }).catch(() => undefined) : undefined,
     ]);
     return { claim, volumes, classes, csiDrivers, leases, selectedNode: node, now };
+  }
+
+  /** Everything explainVolume reads; undefined when the volume does not exist. */
+  async volumeInputs(name: string): Promise<VolumeInputs | undefined> {
+    const { core } = this.#clients;
+    let volume;
+    try {
+      volume = await core.readPersistentVolume({ name });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw new Error(`reading PersistentVolume ${name}: ${errorMessage(err)}`, { cause: err });
+    }
+    const ref = volume.spec?.claimRef;
+    const [claim, events] = await Promise.all([
+      ref?.name
+        ? core
+            .readNamespacedPersistentVolumeClaim({ namespace: ref.namespace ?? "", name: ref.name })
+            .catch((err: unknown) => {
+              if (isNotFound(err)) return undefined;
+              throw new Error(`reading the volume's claim: ${errorMessage(err)}`, { cause: err });
+            })
+        : undefined,
+      // Events about a cluster-scoped object land in "default"; listing all namespaces finds them anywhere.
+      listAll("Events", (p) =>
+        core.listEventForAllNamespaces({
+          ...p,
+          fieldSelector: `involvedObject.kind=PersistentVolume,involvedObject.name=${name}`,
+        }),
+      ),
+    ]);
+    return { volume, claim, events };
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Argv } from "yargs";
 import { explainClaim } from "./claim.js";
+import { explainVolume } from "./volume.js";
 import { ClusterReader } from "./cluster.js";
 import { noPaint, OUTPUT_FORMATS, paintFor, render, type OutputFormat } from "./render.js";
 
@@ -37,7 +38,22 @@ export function explainCommand(y: Argv): Argv {
           );
         }),
     )
-    .demandCommand(1, "name what to explain: pvc NAME")
+    .command(
+      ["pv <name>", "persistentvolume <name>"],
+      "A PersistentVolume's phase and why: its claim, what its reclaim policy does, its last warning, what holds its deletion.",
+      (c) => c.positional("name", { type: "string", demandOption: true }),
+      (argv) =>
+        reportErrors(async () => {
+          const reader = new ClusterReader(argv);
+          const inputs = await reader.volumeInputs(argv.name);
+          if (!inputs) throw new Error(`PersistentVolume ${argv.name} not found`);
+          const format = argv.output as OutputFormat;
+          process.stdout.write(
+            render(explainVolume(inputs), format, format === "human" ? paintFor(process.stdout) : noPaint),
+          );
+        }),
+    )
+    .demandCommand(1, "name what to explain: pvc NAME or pv NAME")
     .strict();
 }
 

@@ -1,6 +1,7 @@
 import { styleText } from "node:util";
 import { dump } from "js-yaml";
 import type { ClaimExplanation, VolumeVerdict } from "./claim.js";
+import type { VolumeExplanation } from "./volume.js";
 
 export const OUTPUT_FORMATS = ["human", "json", "yaml"] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
@@ -18,10 +19,39 @@ export const paintFor =
     styleText(style, text, { stream });
 export const noPaint: Paint = (_, text) => text;
 
-export function render(report: ClaimExplanation, format: OutputFormat, paint: Paint): string {
+export function render(
+  report: ClaimExplanation | VolumeExplanation,
+  format: OutputFormat,
+  paint: Paint,
+): string {
   if (format === "json") return `${JSON.stringify(report, null, 2)}\n`;
   if (format === "yaml") return dump(report, { noRefs: true, lineWidth: -1 });
-  return renderClaim(report, paint);
+  return report.kind === "ClaimExplanation" ? renderClaim(report, paint) : renderVolume(report, paint);
+}
+
+function renderVolume(r: VolumeExplanation, paint: Paint): string {
+  const v = r.volume;
+  const lines = [`${paint("bold", `PersistentVolume ${v.name}`)}: ${v.phase}`];
+  const row = (name: string, value: string) => lines.push(`  ${`${name}:`.padEnd(18)}${value}`);
+  row("storage class", v.storageClass ?? "<none>");
+  row("capacity", v.capacity ?? "<none>");
+  row("reclaim policy", v.reclaimPolicy);
+  row("claim", v.claimRef ?? "<none>");
+  if (v.provisionedBy) row("provisioned by", v.provisionedBy);
+  if (v.deletionTimestamp) row("deleting since", v.deletionTimestamp);
+  for (const f of r.finalizers) row("finalizer", `${f.name}: ${f.meaning}`);
+  if (r.lastWarning) {
+    row("last warning", `${paint("red", r.lastWarning.reason)}: ${r.lastWarning.message}`);
+  }
+  lines.push(
+    "",
+    `${paint("bold", "Conclusion")}: ${paint("cyan", r.conclusion.kind)}: ${r.conclusion.message}`,
+  );
+  if (r.suggestions.length) {
+    lines.push("", paint("bold", "What you can change:"));
+    for (const s of r.suggestions) lines.push(`  - ${s}`);
+  }
+  return `${lines.join("\n")}\n`;
 }
 
 function renderClaim(r: ClaimExplanation, paint: Paint): string {

@@ -14,6 +14,7 @@ import { load } from "js-yaml";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { explainClaim, type ClaimExplanation } from "../../src/explain/claim.js";
 import { ClusterReader } from "../../src/explain/cluster.js";
+import { explainVolume } from "../../src/explain/volume.js";
 import { waitFor } from "../../src/util/wait.js";
 import { BINDER_FLAGS, killAllKvc, startKvc } from "../support/kvc-process.js";
 
@@ -218,6 +219,62 @@ describe("kvc explain pvc on the real control plane", () => {
         return true;
       },
     );
+  });
+
+  test("explain pv: Released and Retained, Failed with its last warning event, deletion held by a finalizer", async () => {
+    const reader = new ClusterReader({ kubeconfig: cp.kubeconfigPath });
+    const explainPV = async (name: string) => {
+      const inputs = await reader.volumeInputs(name);
+      assert.ok(inputs, `volume ${name} exists`);
+      return explainVolume(inputs);
+    };
+    await volume(
+      "p-released",
+      "1Gi",
+      { claimRef: { namespace: "conclusions", name: "gone", uid: "u0" } },
+      {},
+      "Released",
+    );
+    const released = await explainPV("p-released");
+    assert.equal(released.conclusion.kind, "Retained");
+    assert.equal(released.volume.claimRef, "conclusions/gone");
+
+    await volume("p-failed", "1Gi", { persistentVolumeReclaimPolicy: "Delete" }, {}, "Failed");
+    await core.createNamespacedEvent({
+      namespace: "default",
+      body: {
+        metadata: { name: "p-failed.1", namespace: "default" },
+        involvedObject: { kind: "PersistentVolume", name: "p-failed", apiVersion: "v1" },
+        type: "Warning",
+        reason: "VolumeFailedDelete",
+        message: "the storage refused",
+        lastTimestamp: new Date(),
+      },
+    });
+    const failed = await explainPV("p-failed");
+    assert.equal(failed.conclusion.kind, "Failed");
+    assert.deepEqual(
+      [failed.lastWarning?.reason, failed.lastWarning?.message],
+      ["VolumeFailedDelete", "the storage refused"],
+    );
+
+    await volume("p-held", "1Gi", {}, { finalizers: ["example.com/hold"] });
+    await core.deletePersistentVolume({ name: "p-held" });
+    const held = await explainPV("p-held");
+    assert.ok(held.volume.deletionTimestamp);
+    // The apiserver's StorageObjectInUseProtection admission adds pv-protection, which kvc would remove.
+    assert.deepEqual(held.finalizers.map((f) => f.name).sort(), [
+      "example.com/hold",
+      "kubernetes.io/pv-protection",
+    ]);
+
+    const env = { ...process.env, KUBECONFIG: cp.kubeconfigPath };
+    const out = (
+      await run(process.execPath, ["--import", "tsx", cli, "explain", "pv", "p-released", "-o", "json"], {
+        env,
+      })
+    ).stdout;
+    assert.equal((JSON.parse(out) as { conclusion: { kind: string } }).conclusion.kind, "Retained");
   });
 
   test("explain's 'would bind X' is what kvc then does", async () => {
