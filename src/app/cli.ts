@@ -71,6 +71,12 @@ const COMMANDS: CommandModule[] = [
     },
   },
   {
+    command: "explain",
+    describe: "Explain, read-only, why a claim is Pending (kubectl's connection flags; see docs/explain.md).",
+    builder: async (y) => (await import("../explain/command.js")).explainCommand(y),
+    handler: () => {},
+  },
+  {
     command: "version",
     describe: "Print the version of kvc.",
     handler: () => {

@@ -6,6 +6,7 @@ import { LocalControlPlane } from "../controlplane/local-control-plane.js";
 import {
   applyDemoWorkload,
   DEMO_CSI_DRIVER,
+  DEMO_EXPLAIN_COMMAND,
   DEMO_NAMESPACE,
   isSettled,
   renderDemoTable,
@@ -47,7 +48,8 @@ export async function runDev(config: RunConfig, options: DevOptions): Promise<vo
         "",
         `  export KUBECONFIG=${cp.kubeconfigPath}`,
         options.demo
-          ? `  kubectl get pv,pvc,volumeattachments -A; kubectl -n ${DEMO_NAMESPACE} get pods`
+          ? `  kubectl get pv,pvc,volumeattachments -A; kubectl -n ${DEMO_NAMESPACE} get pods\n` +
+            `  ${DEMO_EXPLAIN_COMMAND}   # why this claim stays Pending (npm run kvc -- explain ...)`
           : "  kubectl get pv,pvc -A",
         "",
         `  controllers: ${[...config.controllers].join(", ")}`,

@@ -78,6 +78,13 @@ export const DEMO = {
   pods: [pod("db", "db-data"), pod("web", "web-data")],
 };
 
+/**
+ * A claim left Pending on purpose, outside the table: no static volume is big enough and its class
+ * has no StorageClass to provision from. `kvc dev` prints the line that explains it.
+ */
+export const DEMO_PENDING_CLAIM = claim("too-big", STATIC_CLASS, "50Gi");
+export const DEMO_EXPLAIN_COMMAND = `kvc explain pvc ${DEMO_PENDING_CLAIM.metadata?.name ?? ""} -n ${DEMO_NAMESPACE}`;
+
 /** Creates the demo's objects; ones that exist already (a second run on the same cluster) are kept. */
 export async function applyDemoWorkload(
   core: Pick<
@@ -135,7 +142,7 @@ export async function applyDemoWorkload(
     setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
   );
   for (const pv of DEMO.volumes) await create(() => core.createPersistentVolume({ body: pv }));
-  for (const pvc of DEMO.claims) {
+  for (const pvc of [...DEMO.claims, DEMO_PENDING_CLAIM]) {
     await create(() => core.createNamespacedPersistentVolumeClaim({ namespace: DEMO_NAMESPACE, body: pvc }));
   }
   for (const p of DEMO.pods)

@@ -1,8 +1,9 @@
-import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import type { V1LabelSelector, V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import {
   ACCESS_MODES,
   accessModesKey,
   accessModesMask,
+  checkNodeAffinity,
   claimKey,
   claimRequest,
   claimVAC,
@@ -15,6 +16,7 @@ import {
   volumeModeOf,
   volumeVAC,
   type LabelMatcher,
+  type Labels,
 } from "./pv-helpers.js";
 import { compareQuantities, quoteQuantity, type Quantity } from "../util/quantity.js";
 
@@ -37,6 +39,10 @@ import { compareQuantities, quoteQuantity, type Quantity } from "../util/quantit
  *   ("ROX" < "RWO" < "RWOP" < "RWX"; "RWO,ROX" < "RWO,RWOP" < "RWO,RWX" ...);
  * - within a bucket, volumes are seen in ascending name order (JS string order), so equal capacities
  *   go to the smallest name, and among several pre-bound volumes the smallest name wins.
+ *
+ * Every per-volume test is one of the RULES below (FindMatchingVolume's `continue`s); the groups stand
+ * for the rules in GROUP_RULES, and the candidates a lookup visits are put to the other rules, so
+ * `volumeVerdict` (kvc explain) and findBestMatch cannot disagree.
  *
  * Entries are snapshots: a changed PV must be add()ed again (the controller replaces, never mutates).
  */
@@ -123,30 +129,25 @@ export class VolumeIndex {
   findBestMatch(claim: V1PersistentVolumeClaim, delayBinding: boolean): MatchResult {
     const query = claimQuery(claim);
     if (query instanceof Error) return { error: query.message };
-    const prebound = this.#prebound(claim, query);
+    const rest = (entry: Entry) => passes(query, entry, UNGROUPED_RULES);
+    const prebound = this.#prebound(query);
     const attributes = groupAttributes(query.storageClass, query.volumeMode, query.vac);
     for (const mask of BUCKET_ORDER) {
       if ((mask & query.modes) !== query.modes) continue;
       if (prebound?.modes === mask) return { volume: prebound.pv };
       // The PV controller leaves unbound volumes of WaitForFirstConsumer claims to the scheduler.
       if (delayBinding) continue;
-      const found = this.#available
-        .get(`${mask}:${attributes}`)
-        ?.first(query.request, (entry) => query.selector(entry.pv.metadata?.labels));
+      const found = this.#available.get(`${mask}:${attributes}`)?.first(query.request, rest);
       if (found) return { volume: found.pv };
     }
     return {};
   }
 
   /** The pre-bound volume upstream would return first: earliest bucket, then smallest name. */
-  #prebound(claim: V1PersistentVolumeClaim, query: ClaimQuery): Entry | undefined {
+  #prebound(query: ClaimQuery): Entry | undefined {
     let best: Entry | undefined;
     for (const entry of this.#byClaimRef.get(query.key) ?? []) {
-      const { pv, capacity, modes } = entry;
-      if ((modes & query.modes) !== query.modes || !isVolumeBoundToClaim(pv, claim)) continue;
-      if (capacity === undefined || compareQuantities(capacity, query.request) < 0) continue;
-      if (volumeModeOf(pv.spec) !== query.volumeMode || volumeVAC(pv) !== query.vac) continue;
-      if (pv.metadata?.deletionTimestamp != null) continue;
+      if (!passes(query, entry, RULES)) continue;
       if (!best || visitedBefore(entry, best)) best = entry;
     }
     return best;
@@ -158,19 +159,24 @@ export interface MatchResult {
   error?: string;
 }
 
-interface Entry {
+/** What the rules read of a PV, parsed once. */
+interface Candidate {
   readonly pv: V1PersistentVolume;
-  readonly name: string;
   /** Undefined when missing or unparsable: such a PV never matches. */
   readonly capacity: Quantity | undefined;
   readonly modes: number;
+}
+
+interface Entry extends Candidate {
+  readonly name: string;
   /** The available group holding this PV, if it is Available, unbound and not being deleted. */
   readonly group: CapacityOrder | undefined;
   readonly claimRefKey: string | undefined;
 }
 
 /** What FindMatchingVolume reads from a claim, validated once per lookup. */
-interface ClaimQuery {
+export interface ClaimQuery {
+  readonly claim: V1PersistentVolumeClaim;
   readonly key: string;
   readonly request: Quantity;
   readonly modes: number;
@@ -178,9 +184,17 @@ interface ClaimQuery {
   readonly volumeMode: string;
   readonly vac: string;
   readonly selector: LabelMatcher;
+  /** The scheduler's path (FindMatchingVolume's node): the PV's node affinity must admit this node. */
+  readonly node: TargetNode | undefined;
 }
 
-function claimQuery(claim: V1PersistentVolumeClaim): ClaimQuery | Error {
+export interface TargetNode {
+  readonly name: string;
+  readonly labels: Labels;
+}
+
+/** The claim as FindMatchingVolume reads it, or why it cannot be matched at all. */
+export function claimQuery(claim: V1PersistentVolumeClaim, node?: TargetNode): ClaimQuery | Error {
   const key = claimKey(claim);
   const selector = compileLabelSelector(claim.spec?.selector);
   if (selector instanceof Error) {
@@ -196,6 +210,7 @@ function claimQuery(claim: V1PersistentVolumeClaim): ClaimQuery | Error {
     return new Error(`claim ${key} has no valid spec.resources.requests.storage (${raw})`);
   }
   return {
+    claim,
     key,
     request,
     modes: accessModesMask(claim.spec?.accessModes),
@@ -203,7 +218,207 @@ function claimQuery(claim: V1PersistentVolumeClaim): ClaimQuery | Error {
     volumeMode: volumeModeOf(claim.spec),
     vac: claimVAC(claim),
     selector,
+    node,
   };
+}
+
+/** Why FindMatchingVolume skips a volume: `kvc explain`'s reason codes (part of its output schema). */
+export const REASON_CODES = [
+  "BoundToOther",
+  "AccessModes",
+  "TooSmall",
+  "VolumeMode",
+  "AttributesClass",
+  "Deleting",
+  "NodeAffinity",
+  "NotAvailable",
+  "Selector",
+  "ClassMismatch",
+] as const;
+export type ReasonCode = (typeof REASON_CODES)[number];
+
+/** One failed rule with the values it compared: what the claim wants, what the volume has. */
+export interface MismatchReason {
+  readonly code: ReasonCode;
+  readonly wanted: string;
+  readonly found: string;
+}
+
+interface Rule {
+  readonly code: ReasonCode;
+  /** Whether FindMatchingVolume skips the volume for this reason. */
+  fails(query: ClaimQuery, candidate: Candidate): boolean;
+  /** The values compared, only asked of a failing volume. */
+  compared(query: ClaimQuery, candidate: Candidate): Omit<MismatchReason, "code">;
+}
+
+/** A volume pre-bound to the claim skips the class, phase and selector filters (FindMatchingVolume). */
+const isPrebound = (query: ClaimQuery, pv: V1PersistentVolume): boolean =>
+  pv.spec?.claimRef != null && isVolumeBoundToClaim(pv, query.claim);
+
+/** FindMatchingVolume's filters in its order, plus the access-mode index's bucket choice. */
+const RULES: readonly Rule[] = [
+  {
+    code: "BoundToOther",
+    fails: (q, { pv }) => pv.spec?.claimRef != null && !isVolumeBoundToClaim(pv, q.claim),
+    compared: (q, { pv }) => ({ wanted: claimWithUid(q.claim), found: claimRefText(pv) }),
+  },
+  {
+    code: "AccessModes",
+    fails: (q, { modes }) => (modes & q.modes) !== q.modes,
+    compared: (q, { pv }) => ({
+      wanted: accessModesKey(q.claim.spec?.accessModes),
+      found: accessModesKey(pv.spec?.accessModes) || "<none>",
+    }),
+  },
+  {
+    code: "TooSmall",
+    fails: (q, { capacity }) => capacity === undefined || compareQuantities(capacity, q.request) < 0,
+    compared: (q, { pv }) => ({
+      wanted: q.claim.spec?.resources?.requests?.storage ?? "",
+      found: pv.spec?.capacity?.storage ?? "missing",
+    }),
+  },
+  {
+    code: "VolumeMode",
+    fails: (q, { pv }) => volumeModeOf(pv.spec) !== q.volumeMode,
+    compared: (q, { pv }) => ({ wanted: q.volumeMode, found: volumeModeOf(pv.spec) }),
+  },
+  {
+    code: "AttributesClass",
+    fails: (q, { pv }) => volumeVAC(pv) !== q.vac,
+    compared: (q, { pv }) => ({ wanted: q.vac || "<none>", found: volumeVAC(pv) || "<none>" }),
+  },
+  {
+    code: "Deleting",
+    fails: (_, { pv }) => pv.metadata?.deletionTimestamp != null,
+    compared: (_, { pv }) => ({
+      wanted: "not being deleted",
+      found: `deleted at ${new Date(pv.metadata?.deletionTimestamp ?? 0).toISOString()}`,
+    }),
+  },
+  {
+    code: "NodeAffinity",
+    fails: (q, { pv }) => q.node !== undefined && checkNodeAffinity(pv, q.node.labels) !== undefined,
+    compared: (q, { pv }) => ({
+      wanted: `node ${q.node?.name ?? ""}`,
+      found: checkNodeAffinity(pv, q.node?.labels)?.message ?? "",
+    }),
+  },
+  {
+    code: "NotAvailable",
+    fails: (_, { pv }) => pv.spec?.claimRef == null && pv.status?.phase !== "Available",
+    compared: (_, { pv }) => ({ wanted: "Available", found: pv.status?.phase ?? "<none>" }),
+  },
+  {
+    code: "Selector",
+    fails: (q, { pv }) => !isPrebound(q, pv) && !q.selector(pv.metadata?.labels),
+    compared: (q, { pv }) => failedRequirements(q.claim.spec?.selector, pv.metadata?.labels),
+  },
+  {
+    code: "ClassMismatch",
+    fails: (q, { pv }) => !isPrebound(q, pv) && getVolumeClass(pv) !== q.storageClass,
+    compared: (q, { pv }) => ({ wanted: q.storageClass || "<none>", found: getVolumeClass(pv) || "<none>" }),
+  },
+];
+
+/**
+ * The rules an available group stands for: its key (access modes, class, volumeMode, VAC), its
+ * membership (no claimRef, Available, not deleting) and the capacity search (TooSmall).
+ */
+const GROUP_RULES: ReadonlySet<ReasonCode> = new Set([
+  "BoundToOther",
+  "AccessModes",
+  "TooSmall",
+  "VolumeMode",
+  "AttributesClass",
+  "Deleting",
+  "NotAvailable",
+  "ClassMismatch",
+]);
+const UNGROUPED_RULES = RULES.filter((rule) => !GROUP_RULES.has(rule.code));
+
+function passes(query: ClaimQuery, candidate: Candidate, rules: readonly Rule[]): boolean {
+  for (const rule of rules) if (rule.fails(query, candidate)) return false;
+  return true;
+}
+
+/**
+ * Every reason FindMatchingVolume (through the access-mode index) has to skip `pv` for the claim;
+ * none: the volume matches. The same rules findBestMatch applies.
+ */
+export function volumeVerdict(query: ClaimQuery, pv: V1PersistentVolume): MismatchReason[] {
+  const candidate: Candidate = {
+    pv,
+    capacity: volumeCapacity(pv),
+    modes: accessModesMask(pv.spec?.accessModes),
+  };
+  return RULES.filter((rule) => rule.fails(query, candidate)).map((rule) => ({
+    code: rule.code,
+    ...rule.compared(query, candidate),
+  }));
+}
+
+function claimWithUid(claim: V1PersistentVolumeClaim): string {
+  const uid = claim.metadata?.uid;
+  return uid ? `${claimKey(claim)} (uid ${uid})` : claimKey(claim);
+}
+
+function claimRefText(pv: V1PersistentVolume): string {
+  const ref = pv.spec?.claimRef;
+  const key = `${ref?.namespace ?? ""}/${ref?.name ?? ""}`;
+  return ref?.uid ? `${key} (uid ${ref.uid})` : key;
+}
+
+/** A label selector's requirements one by one, written as kubectl prints selectors. */
+interface SelectorRequirement {
+  readonly key: string;
+  readonly text: string;
+  /** A selector of this requirement alone. */
+  readonly alone: V1LabelSelector;
+}
+
+function requirements(selector: V1LabelSelector | undefined): SelectorRequirement[] {
+  const out = Object.entries(selector?.matchLabels ?? {}).map(([key, value]): SelectorRequirement => ({
+    key,
+    text: `${key}=${value}`,
+    alone: { matchLabels: { [key]: value } },
+  }));
+  for (const expr of selector?.matchExpressions ?? []) {
+    const values = expr.values?.length ? ` (${expr.values.join(",")})` : "";
+    out.push({
+      key: expr.key,
+      text: `${expr.key} ${expr.operator}${values}`,
+      alone: { matchExpressions: [expr] },
+    });
+  }
+  return out;
+}
+
+export function labelSelectorText(selector: V1LabelSelector): string {
+  return (
+    requirements(selector)
+      .map((r) => r.text)
+      .join(", ") || "<everything>"
+  );
+}
+
+/**
+ * The selector's requirements the labels fail, each tried alone through the same compiler (it
+ * validated the whole selector already).
+ */
+function failedRequirements(
+  selector: V1LabelSelector | undefined,
+  labels: Labels,
+): Omit<MismatchReason, "code"> {
+  const failed = requirements(selector).filter(({ alone }) => {
+    const matcher = compileLabelSelector(alone);
+    return !(matcher instanceof Error) && !matcher(labels);
+  });
+  const found = [...new Set(failed.map((r) => r.key))].map((key) =>
+    labels != null && Object.hasOwn(labels, key) ? `${key}=${labels[key]}` : `no ${key} label`,
+  );
+  return { wanted: failed.map((r) => r.text).join(", "), found: found.join(", ") };
 }
 
 /** Group keys are `${modes}:${attributes}`; JSON keeps them unambiguous (a collision would cross classes). */

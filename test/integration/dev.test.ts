@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { freePort } from "../../src/controlplane/ports.js";
 import { waitFor } from "../../src/util/wait.js";
@@ -64,10 +65,23 @@ test("the README's run command in a terminal: the demo settles on the live table
     const claims = await kc
       .makeApiClient(CoreV1Api)
       .listNamespacedPersistentVolumeClaim({ namespace: "kvc-demo" });
+    const phases = new Map(claims.items.map((c) => [c.metadata?.name ?? "", c.status?.phase]));
+    assert.equal(phases.get("too-big"), "Pending", "the claim left Pending on purpose");
+    phases.delete("too-big");
     assert.deepEqual(
-      claims.items.map((c) => c.status?.phase),
-      claims.items.map(() => "Bound"),
+      [...phases.values()],
+      [...phases.values()].map(() => "Bound"),
     );
+    // The printed explain line runs as printed (KUBECONFIG exported) and names the reason.
+    const line = /^ {2}(kvc explain pvc \S+ -n \S+)/m.exec(screen)?.[1];
+    assert.ok(line, `the explain line is printed:\n${screen.slice(0, 3000)}`);
+    const explained = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", join(root, "src/cli.ts"), ...line.split(" ").slice(1), "-o", "json"],
+      { cwd: root, env: { ...process.env, KUBECONFIG: kubeconfig } },
+    );
+    const report = JSON.parse(explained.stdout) as { conclusion: { kind: string } };
+    assert.equal(report.conclusion.kind, "ClassNotFound");
 
     const cpDir = dirname(kubeconfig);
     assert.ok(processesMentioning(cpDir).length >= 2, "etcd and kube-apiserver run from the directory");
