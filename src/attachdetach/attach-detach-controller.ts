@@ -13,7 +13,8 @@ import {
   type WorkqueueMetrics,
 } from "../runtime/workqueue/index.js";
 import type { EventSink } from "../persistentvolume/pv-controller.js";
-import { isPodTerminated, POD_PVC_INDEX, podPVCKeys } from "../protection/pod-usage.js";
+import { addPodPVCIndexerIfNotPresent, POD_PVC_INDEX } from "../volume/common/common.js";
+import { isPodTerminated } from "../volume/util/pod.js";
 import type { VolumeSpec } from "../volume/plugin.js";
 import type { VolumePluginManager } from "../volume/plugin-manager.js";
 import { ActualStateOfWorld } from "./cache/actual-state-of-world.js";
@@ -111,7 +112,7 @@ export class AttachDetachController {
       volumeAttachments: f.volumeAttachments(),
     };
     const { pods, nodes, pvcs, pvs } = this.#informers;
-    pods.addIndexers({ [POD_PVC_INDEX]: podPVCKeys }); // shared with the protection controllers
+    addPodPVCIndexerIfNotPresent(pods);
     this.#lookups = {
       getClaim: (namespace, name) => pvcs.store.get(`${namespace}/${name}`),
       getVolume: (name) => pvs.store.get(name),

@@ -1,7 +1,7 @@
 import type { V1Node, V1Pod, V1VolumeAttachment } from "@kubernetes/client-node";
 import { errorMessage } from "../runtime/api-errors.js";
 import type { LogSink } from "../runtime/logger.js";
-import { isPodTerminated } from "../protection/pod-usage.js";
+import { isPodTerminated } from "../volume/util/pod.js";
 import { isMigratable, translateInTreeSpecToCSI } from "../volume/csimigration/plugin-manager.js";
 import { specFromPersistentVolume } from "../volume/plugin.js";
 import type { ActualStateOfWorld } from "./cache/actual-state-of-world.js";

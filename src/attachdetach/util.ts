@@ -1,7 +1,7 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1Volume } from "@kubernetes/client-node";
 import { errorMessage } from "../runtime/api-errors.js";
 import type { LogSink } from "../runtime/logger.js";
-import { ephemeralClaimIsForPod, ephemeralClaimName } from "../protection/pod-usage.js";
+import { ephemeralClaimIsForPod, ephemeralClaimName } from "../volume/ephemeral.js";
 import { translateInTreeSpecToCSIIfNeeded } from "../volume/csimigration/plugin-manager.js";
 import { specFromPersistentVolume, specFromVolume, type VolumeSpec } from "../volume/plugin.js";
 import {

@@ -9,7 +9,7 @@ import {
   type RateLimitingQueue,
   type WorkqueueMetrics,
 } from "../runtime/workqueue/index.js";
-import { POD_PVC_INDEX, podPVCKeys } from "../protection/pod-usage.js";
+import { POD_PVC_INDEX, podPVCKeys } from "../volume/common/common.js";
 import type { VolumePluginManager } from "../volume/plugin-manager.js";
 import { CoreV1BinderApi } from "./binder-api.js";
 import { pauseAfterBindWrite } from "./crash-seam.js";

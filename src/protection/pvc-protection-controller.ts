@@ -23,13 +23,9 @@ import {
   removeFinalizerPatch,
 } from "./finalizer.js";
 import { NamespaceBatches } from "./namespace-batches.js";
-import {
-  isPodTerminated,
-  POD_PVC_INDEX,
-  podPVCKeys,
-  podUsesPVCForDeletion,
-  podUsesPVCForUnusedSince,
-} from "./pod-usage.js";
+import { addPodPVCIndexerIfNotPresent, POD_PVC_INDEX, podPVCKeys } from "../volume/common/common.js";
+import { isPodTerminated } from "../volume/util/pod.js";
+import { podUsesPVCForDeletion, podUsesPVCForUnusedSince } from "./pod-usage.js";
 import { findUnusedCondition, unusedConditionChange, withUnusedCondition } from "./unused-condition.js";
 
 export interface PVCProtectionControllerOptions {
@@ -85,7 +81,7 @@ export class PVCProtectionController {
     this.#queue = newRateLimitingQueue({ name: "pvcprotection", clock: opts.clock, metrics: opts.metrics });
     this.#pvcs = opts.informers.persistentVolumeClaims();
     this.#pods = opts.informers.pods();
-    this.#pods.addIndexers({ [POD_PVC_INDEX]: podPVCKeys }); // shared with other volume controllers
+    addPodPVCIndexerIfNotPresent(this.#pods);
     this.#pvcs.addEventHandler({
       onAdd: (pvc) => {
         this.#pvcAddedUpdated(pvc);

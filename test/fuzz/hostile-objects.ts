@@ -25,13 +25,10 @@ import {
 } from "../../src/attachdetach/state-recovery.js";
 import { processPodVolumes, type VolumeLookups } from "../../src/attachdetach/util.js";
 import { VolumeIndex } from "../../src/persistentvolume/volume-index.js";
-import {
-  podPVCKeys,
-  podUsesPVCForDeletion,
-  podUsesPVCForUnusedSince,
-} from "../../src/protection/pod-usage.js";
+import { podUsesPVCForDeletion, podUsesPVCForUnusedSince } from "../../src/protection/pod-usage.js";
 import { isVolumeBound } from "../../src/protection/pv-protection-controller.js";
 import { FakeClock } from "../../src/runtime/clock.js";
+import { podPVCKeys } from "../../src/volume/common/common.js";
 import { silentLogger } from "../../src/runtime/logger.js";
 import { TEST_DRIVER, testPluginManager } from "../unit/attachdetach-fixtures.js";
 import { Harness, NAMESPACE } from "../unit/pv-binder-framework.js";

@@ -39,7 +39,7 @@ import {
   type Lister,
 } from "../../src/persistentvolume/pv-controller.js";
 import type { CsiMigration } from "../../src/volume/csimigration/plugin-manager.js";
-import { POD_PVC_INDEX, podPVCKeys } from "../../src/protection/pod-usage.js";
+import { POD_PVC_INDEX, podPVCKeys } from "../../src/volume/common/common.js";
 import { VolumePluginManager } from "../../src/volume/plugin-manager.js";
 import type {
   DeletableVolumePlugin,

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { sleep, type Clock } from "../../runtime/clock.js";
 import type { LogSink } from "../../runtime/logger.js";
-import { isPodTerminated } from "../../protection/pod-usage.js";
+import { isPodTerminated } from "../../volume/util/pod.js";
 import type { AttachablePluginFinder, DesiredStateOfWorld } from "../cache/desired-state-of-world.js";
 import { processPodVolumes, type VolumeLookups } from "../util.js";
 
