@@ -5,10 +5,10 @@ import {
   type V1PersistentVolumeClaim,
   type V1Pod,
 } from "@kubernetes/client-node";
-import { errorMessage, isConflict } from "../runtime/api-errors.js";
+import { isConflict } from "../runtime/api-errors.js";
 import type { Clock } from "../runtime/clock.js";
 import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
-import { objectRef, type LogSink } from "../runtime/logger.js";
+import { childLogger, objectRef, type LogSink } from "../runtime/logger.js";
 import {
   newRateLimitingQueue,
   runWorkers,
@@ -75,7 +75,7 @@ export class PVCProtectionController {
   /** Registers the informers, the pods-by-claim index and the handlers: call before the factory starts. */
   constructor(opts: PVCProtectionControllerOptions) {
     this.#core = opts.clients.core;
-    this.#log = opts.logger;
+    this.#log = childLogger(opts.logger, { controller: "persistentvolumeclaim-protection-controller" });
     this.#workers = opts.workers ?? 1;
     this.#unusedCondition = opts.unusedCondition ?? true;
     this.#queue = newRateLimitingQueue({ name: "pvcprotection", clock: opts.clock, metrics: opts.metrics });
@@ -108,7 +108,7 @@ export class PVCProtectionController {
 
   /** Waits for the caches, then works until `signal` is aborted; resolves once the workers have stopped. */
   async run(signal: AbortSignal): Promise<void> {
-    this.#log.info({ controller: "pvc-protection" }, "Starting PVC protection controller");
+    this.#log.info({}, "Starting PVC protection controller");
     const stop = () => {
       this.#queue.shutDown();
     };
@@ -138,7 +138,7 @@ export class PVCProtectionController {
     } finally {
       signal.removeEventListener("abort", stop);
       this.#queue.shutDown();
-      this.#log.info({ controller: "pvc-protection" }, "Shutting down PVC protection controller");
+      this.#log.info({}, "Shutting down PVC protection controller");
     }
   }
 
@@ -161,7 +161,7 @@ export class PVCProtectionController {
         this.#queue.addRateLimited(key);
         // A conflict only means the cache was behind; the retry reads the newer claim.
         const level = isConflict(err) ? "debug" : "error";
-        this.#log[level]({ pvc: key, err: errorMessage(err) }, "processing PVC failed; will retry");
+        this.#log[level]({ pvc: key, err }, "processing PVC failed; will retry");
       } finally {
         this.#queue.done(key);
       }

@@ -13,6 +13,29 @@ export interface LogSink {
   error(obj: object, msg: string): void;
 }
 
+/**
+ * A logger that adds `bindings` to every line, e.g. `{ controller }` so that one controller's lines
+ * can be picked out: pino's own child() where the sink is pino, otherwise the bindings merged into
+ * each call (test recorders).
+ */
+export function childLogger(log: LogSink, bindings: Record<string, unknown>): LogSink {
+  if ("child" in log && typeof log.child === "function") return (log as Logger).child(bindings);
+  return {
+    debug: (obj, msg) => {
+      log.debug({ ...bindings, ...obj }, msg);
+    },
+    info: (obj, msg) => {
+      log.info({ ...bindings, ...obj }, msg);
+    },
+    warn: (obj, msg) => {
+      log.warn({ ...bindings, ...obj }, msg);
+    },
+    error: (obj, msg) => {
+      log.error({ ...bindings, ...obj }, msg);
+    },
+  };
+}
+
 export const silentLogger: LogSink = {
   debug() {},
   info() {},
