@@ -88,6 +88,14 @@ function createInTreeVolumeSpec(
   return specFromPersistentVolume(pv, readOnly);
 }
 
+/** What processPodVolumes works with: the desired state, the plugins and the claim/volume caches. */
+export interface PodVolumesContext {
+  dsw: DesiredStateOfWorld;
+  plugins: AttachablePluginFinder;
+  lookups: VolumeLookups;
+  log: LogSink;
+}
+
 /**
  * Adds the pod's attachable volumes to the desired state, or removes them (upstream
  * util.ProcessPodVolumes). Pods not scheduled to a managed node are ignored; a volume whose spec
@@ -97,10 +105,7 @@ function createInTreeVolumeSpec(
 export function processPodVolumes(
   pod: V1Pod,
   addVolumes: boolean,
-  dsw: DesiredStateOfWorld,
-  plugins: AttachablePluginFinder,
-  lookups: VolumeLookups,
-  log: LogSink,
+  { dsw, plugins, lookups, log }: PodVolumesContext,
 ): void {
   const volumes = pod.spec?.volumes ?? [];
   const nodeName = pod.spec?.nodeName ?? "";
@@ -112,10 +117,7 @@ export function processPodVolumes(
     try {
       spec = createVolumeSpec(pod, podVolume, lookups);
     } catch (err) {
-      log.debug(
-        { ...podRef, volume: podVolume.name, err: errorMessage(err) },
-        "Error processing volume for pod",
-      );
+      log.debug({ ...podRef, volume: podVolume.name, err }, "Error processing volume for pod");
       continue;
     }
     let volumeName: string;
@@ -124,10 +126,7 @@ export function processPodVolumes(
       if (!attachable) continue; // needs no attaching
       volumeName = resolveAttachableVolume(plugins, spec).volumeName;
     } catch (err) {
-      log.debug(
-        { ...podRef, volume: podVolume.name, err: errorMessage(err) },
-        "Skipping volume for pod: no attachable plugin",
-      );
+      log.debug({ ...podRef, volume: podVolume.name, err }, "Skipping volume for pod: no attachable plugin");
       continue;
     }
     if (addVolumes) {
@@ -135,7 +134,7 @@ export function processPodVolumes(
         dsw.addPod(podName, pod, spec, nodeName);
       } catch (err) {
         log.error(
-          { ...podRef, volume: podVolume.name, err: errorMessage(err) },
+          { ...podRef, volume: podVolume.name, err },
           "Failed to add volume for pod to desiredStateOfWorld",
         );
       }

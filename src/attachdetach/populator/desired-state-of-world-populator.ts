@@ -86,7 +86,7 @@ export class DesiredStateOfWorldPopulator {
     this.#lastListPods = this.#o.clock.now();
     for (const pod of this.#o.pods.list()) {
       if (isPodTerminated(pod)) continue;
-      processPodVolumes(pod, true, this.#o.dsw, this.#o.plugins, this.#o.lookups, this.#o.log);
+      processPodVolumes(pod, true, this.#o);
     }
   }
 }
