@@ -14,7 +14,7 @@ test("childLogger binds the controller to every line, on pino and on a plain sin
   pino.error({ err: new Error("boom", { cause }) }, "failed");
   const line = JSON.parse(lines[0] ?? "{}") as {
     controller?: string;
-    err?: { stack?: string; cause?: unknown };
+    err?: { message?: string; stack?: string };
   };
   assert.equal(line.controller, "c1");
   assert.equal(line.err?.message, "boom: root", "the error keeps its cause");
