@@ -2,7 +2,8 @@ import type { V1Node, V1Pod } from "@kubernetes/client-node";
 import type { Registry } from "prom-client";
 import { isNotFound } from "../runtime/api-errors.js";
 import { abortableRequest, type ApiClients } from "../runtime/client.js";
-import { realClock, sleep, type Clock } from "../runtime/clock.js";
+import { realClock, type Clock } from "../runtime/clock.js";
+import { until } from "../util/wait.js";
 import type { InformerFactory } from "../runtime/informer/index.js";
 import { objectKey } from "../runtime/informer/store.js";
 import { childLogger, type LogSink } from "../runtime/logger.js";
@@ -341,14 +342,13 @@ export class AttachDetachController {
 
   /** Applies plugins the probers found or lost; new ones may make skipped pod volumes attachable. */
   async #refreshProbedPlugins(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      if (await this.#o.plugins.refreshProbedPlugins()) this.#populator.findAndAddActivePods();
-      try {
-        await sleep(this.#clock, this.#timers.reconcilerLoopPeriodMs, signal);
-      } catch {
-        return; // aborted
-      }
-    }
+    await until(
+      async () => {
+        if (await this.#o.plugins.refreshProbedPlugins()) this.#populator.findAndAddActivePods();
+      },
+      this.#timers.reconcilerLoopPeriodMs,
+      { clock: this.#clock, signal },
+    );
   }
 
   *#scheduledPodVolumes(): Iterable<{ nodeName: string; spec: VolumeSpec }> {

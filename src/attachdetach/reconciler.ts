@@ -1,5 +1,6 @@
 import type { V1Node } from "@kubernetes/client-node";
-import { sleep, type Clock } from "../runtime/clock.js";
+import type { Clock } from "../runtime/clock.js";
+import { until } from "../util/wait.js";
 import { objectReference } from "../runtime/events/reference.js";
 import type { LogSink } from "../runtime/logger.js";
 import type { EventSink } from "../persistentvolume/pv-controller.js";
@@ -96,14 +97,7 @@ export class Reconciler {
 
   /** Runs a pass every loop period until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      await this.reconcile();
-      try {
-        await sleep(this.#o.clock, this.#loopPeriodMs, signal);
-      } catch {
-        return; // aborted
-      }
-    }
+    await until(() => this.reconcile(), this.#loopPeriodMs, { clock: this.#o.clock, signal });
   }
 
   /** One pass of the loop (upstream reconciliationLoopFunc). Operations it starts run on after it returns. */

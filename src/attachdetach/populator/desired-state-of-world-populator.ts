@@ -1,5 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { sleep, type Clock } from "../../runtime/clock.js";
+import type { Clock } from "../../runtime/clock.js";
+import { until } from "../../util/wait.js";
 import type { LogSink } from "../../runtime/logger.js";
 import { isPodTerminated } from "../../volume/util/pod.js";
 import type { AttachablePluginFinder, DesiredStateOfWorld } from "../cache/desired-state-of-world.js";
@@ -36,14 +37,13 @@ export class DesiredStateOfWorldPopulator {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      this.populate();
-      try {
-        await sleep(this.#o.clock, this.#o.loopPeriodMs, signal);
-      } catch {
-        return; // aborted
-      }
-    }
+    await until(
+      () => {
+        this.populate();
+      },
+      this.#o.loopPeriodMs,
+      { clock: this.#o.clock, signal },
+    );
   }
 
   /** One pass (upstream populatorLoopFunc). */
