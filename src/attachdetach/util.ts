@@ -110,7 +110,7 @@ export function processPodVolumes(
   const volumes = pod.spec?.volumes ?? [];
   const nodeName = pod.spec?.nodeName ?? "";
   if (volumes.length === 0 || nodeName === "" || !dsw.nodeExists(nodeName)) return;
-  const podName = pod.metadata?.uid ?? "";
+  const podUID = pod.metadata?.uid ?? ""; // upstream GetUniquePodName
   const podRef = { pod: `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}`, node: nodeName };
   for (const podVolume of volumes) {
     let spec: VolumeSpec;
@@ -131,7 +131,7 @@ export function processPodVolumes(
     }
     if (addVolumes) {
       try {
-        dsw.addPod(podName, pod, spec, nodeName);
+        dsw.addPod(podUID, pod, spec, nodeName);
       } catch (err) {
         log.error(
           { ...podRef, volume: podVolume.name, err },
@@ -139,7 +139,7 @@ export function processPodVolumes(
         );
       }
     } else {
-      dsw.deletePod(podName, volumeName, nodeName);
+      dsw.deletePod(podUID, volumeName, nodeName);
     }
   }
 }
