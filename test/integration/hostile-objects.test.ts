@@ -19,6 +19,7 @@ import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js
 import { abortableRequest } from "../../src/runtime/client.js";
 import { waitFor } from "../../src/util/wait.js";
 import { attachmentName } from "../../src/volume/csi/attachment-name.js";
+import { attachWhenAsked } from "../support/attach-detach.js";
 import { BINDER_FLAGS, killAllKvc, startKvc, type KvcProcess } from "../support/kvc-process.js";
 
 const NS = "hostile";
@@ -148,19 +149,11 @@ const pod = (name: string, nodeName: string, volumes: V1Volume[]) => ({
 });
 
 /** Plays the external-attacher once the controller has created the VolumeAttachment of `handle`. */
-async function attachWhenAsked(handle: string, node: string): Promise<void> {
+async function attachVolume(handle: string, node: string): Promise<void> {
   const name = attachmentName(handle, DRIVER, node);
-  await waitFor(
-    async () => {
-      try {
-        return await storage.readVolumeAttachment({ name });
-      } catch {
-        return undefined;
-      }
-    },
-    { timeoutMs: 60_000, what: `VolumeAttachment ${name} (kvc logs: ${kvc.logs().slice(-2000)})` },
-  );
-  await storage.patchVolumeAttachmentStatus({ name, body: { status: { attached: true } } }, mergePatch);
+  await attachWhenAsked(storage, name, {
+    what: `VolumeAttachment ${name} (kvc logs: ${kvc.logs().slice(-2000)})`,
+  });
 }
 
 async function reportedAttached(node: string, handle: string): Promise<void> {
@@ -267,8 +260,8 @@ test("poisoned pods, PVs, nodes, CSIDrivers and VolumeAttachments do not stop vo
       { name: "good", persistentVolumeClaim: { claimName: resolvable } },
     ]),
   });
-  await attachWhenAsked("att-poison", "node-poison");
-  await attachWhenAsked("att-among-many", "node-ok");
+  await attachVolume("att-poison", "node-poison");
+  await attachVolume("att-among-many", "node-ok");
 
   // After all of that, an ordinary pod's CSI volume on the healthy node attaches and is reported.
   const normalClaim = await boundCSIClaim("att-normal");
@@ -276,7 +269,7 @@ test("poisoned pods, PVs, nodes, CSIDrivers and VolumeAttachments do not stop vo
     namespace: NS,
     body: pod("normal", "node-ok", [{ name: "data", persistentVolumeClaim: { claimName: normalClaim } }]),
   });
-  await attachWhenAsked("att-normal", "node-ok");
+  await attachVolume("att-normal", "node-ok");
   await reportedAttached("node-ok", "att-normal");
   await reportedAttached("node-ok", "att-among-many");
   await reportedAttached("node-poison", "att-poison");
