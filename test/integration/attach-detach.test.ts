@@ -21,6 +21,9 @@ import { waitGone } from "../support/api.js";
 import {
   attachWhenAsked,
   readAttachment,
+  createManagedNode,
+  setNodeReady,
+  setVolumesInUse as setNodeVolumesInUse,
   startAttachDetachController,
   type InProcessAttachDetach,
 } from "../support/attach-detach.js";
@@ -76,41 +79,21 @@ describe("attach/detach controller on a real apiserver", () => {
   });
 
   async function createNode(name: string, opts: { ready?: boolean; outOfService?: boolean } = {}) {
-    await core.createNode({
-      body: {
-        metadata: { name, annotations: { "volumes.kubernetes.io/controller-managed-attach-detach": "true" } },
-        spec: opts.outOfService
-          ? {
-              taints: [
-                { key: "node.kubernetes.io/out-of-service", value: "nodeshutdown", effect: "NoExecute" },
-              ],
-            }
-          : {},
-      },
+    await createManagedNode(core, name, {
+      ready: (opts.ready ?? true) ? "True" : "False",
+      ...(opts.outOfService && {
+        spec: {
+          taints: [{ key: "node.kubernetes.io/out-of-service", value: "nodeshutdown", effect: "NoExecute" }],
+        },
+      }),
     });
-    await setReady(name, opts.ready ?? true);
   }
 
-  async function setReady(name: string, ready: boolean) {
-    const status = ready ? "True" : "False";
-    await core.patchNodeStatus(
-      {
-        name,
-        body: {
-          status: { conditions: [{ type: "Ready", status, reason: "Test", message: "set by the test" }] },
-        },
-      },
-      setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
-    );
-  }
+  const setReady = (name: string, ready: boolean) => setNodeReady(core, name, ready ? "True" : "False");
 
   /** Plays the kubelet: the volumes it has mounted. */
-  async function setVolumesInUse(node: string, handles: string[]) {
-    await core.patchNodeStatus(
-      { name: node, body: { status: { volumesInUse: handles.length > 0 ? handles.map(uniqueName) : null } } },
-      mergePatch,
-    );
-  }
+  const setVolumesInUse = (node: string, handles: string[]) =>
+    setNodeVolumesInUse(core, node, handles.map(uniqueName));
 
   /** A CSI PV and a claim bound to it, as the binder leaves them. */
   async function boundClaim(handle: string, accessMode = "ReadWriteOnce"): Promise<string> {

@@ -12,7 +12,10 @@ import { waitFor } from "../../src/util/wait.js";
 import { attachmentName } from "../../src/volume/csi/attachment-name.js";
 import {
   attachWhenAsked,
+  createManagedNode,
   readAttachment,
+  setNodeReady,
+  setVolumesInUse,
   startAttachDetachController,
   type InProcessAttachDetach,
 } from "../support/attach-detach.js";
@@ -34,7 +37,6 @@ const EBS_UNIQUE = `kubernetes.io/csi/${EBS_DRIVER}^vol-0a1b2c3d`;
 const CSI_UNIQUE = `kubernetes.io/csi/${CSI_DRIVER}^h1`;
 const timeoutMs = 60_000;
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
-const strategicPatch = setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch);
 
 describe("handover from KCM to kvc with an in-tree EBS volume attached", () => {
   let cp: LocalControlPlane;
@@ -105,18 +107,7 @@ describe("handover from KCM to kvc with an in-tree EBS volume attached", () => {
   }
 
   test("the EBS volume stays attached past the unmount wait on a NotReady node", async () => {
-    await core.createNode({
-      body: {
-        metadata: {
-          name: NODE,
-          annotations: { "volumes.kubernetes.io/controller-managed-attach-detach": "true" },
-        },
-      },
-    });
-    await core.patchNodeStatus(
-      { name: NODE, body: { status: { conditions: [{ type: "Ready", status: "True", reason: "Test" }] } } },
-      strategicPatch,
-    );
+    await createManagedNode(core, NODE, { ready: "True" });
     await podWithVolume("ebs", {
       awsElasticBlockStore: { volumeID: "aws://us-east-1a/vol-0a1b2c3d", fsType: "ext4" },
     });
@@ -135,10 +126,7 @@ describe("handover from KCM to kvc with an in-tree EBS volume attached", () => {
       timeoutMs,
       what: "KCM to report both",
     });
-    await core.patchNodeStatus(
-      { name: NODE, body: { status: { volumesInUse: [CSI_UNIQUE, EBS_UNIQUE] } } },
-      mergePatch,
-    );
+    await setVolumesInUse(core, NODE, [CSI_UNIQUE, EBS_UNIQUE]);
     assert.equal(
       (await storage.readVolumeAttachment({ name: ebsVA })).spec.source.persistentVolumeName,
       "ebs",
@@ -152,13 +140,7 @@ describe("handover from KCM to kvc with an in-tree EBS volume attached", () => {
       what: "the csi pod to be gone",
     });
     await startKvc();
-    await core.patchNodeStatus(
-      {
-        name: NODE,
-        body: { status: { conditions: [{ type: "Ready", status: "Unknown", reason: "Test" }] } },
-      },
-      strategicPatch,
-    );
+    await setNodeReady(core, NODE, "Unknown");
 
     // The control: the unwanted, still mounted volume is force-detached once the wait has run out.
     await waitFor(async () => (await readAttachment(storage, csiVA)) === undefined, {

@@ -19,7 +19,7 @@ import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js
 import { abortableRequest } from "../../src/runtime/client.js";
 import { waitFor } from "../../src/util/wait.js";
 import { attachmentName } from "../../src/volume/csi/attachment-name.js";
-import { attachWhenAsked } from "../support/attach-detach.js";
+import { attachWhenAsked, createManagedNode } from "../support/attach-detach.js";
 import { BINDER_FLAGS, killAllKvc, startKvc, type KvcProcess } from "../support/kvc-process.js";
 
 const NS = "hostile";
@@ -114,7 +114,6 @@ test("a poisoned PV (huge annotation, thousands of labels, absurd capacity) does
 });
 
 const DRIVER = "ebs.csi.aws.com";
-const MANAGED = { "volumes.kubernetes.io/controller-managed-attach-detach": "true" };
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /** A CSI PV of `DRIVER` pre-bound to a new claim, as the binder leaves them. */
@@ -169,9 +168,9 @@ async function reportedAttached(node: string, handle: string): Promise<void> {
 
 test("poisoned pods, PVs, nodes, CSIDrivers and VolumeAttachments do not stop volumes from attaching", async () => {
   const labels = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, `v${i}`]));
-  await core.createNode({ body: { metadata: { name: "node-ok", annotations: MANAGED } } });
+  await createManagedNode(core, "node-ok");
   // A node with thousands of labels and of volumes it claims in use, none of them known.
-  await core.createNode({ body: { metadata: { name: "node-poison", labels, annotations: MANAGED } } });
+  await createManagedNode(core, "node-poison", { labels });
   await core.patchNodeStatus(
     {
       name: "node-poison",

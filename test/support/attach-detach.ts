@@ -4,6 +4,7 @@ import {
   setHeaderOptions,
   type KubeConfig,
   type StorageV1Api,
+  type V1NodeSpec,
   type V1VolumeAttachment,
 } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
@@ -147,11 +148,7 @@ export async function podWithCSIVolumeOnManagedNode(
     bound(name: string): Promise<unknown>;
   },
 ): Promise<void> {
-  await core.createNode({
-    body: {
-      metadata: { name: o.node, annotations: { [CONTROLLER_MANAGED_ATTACH_ANNOTATION]: "true" } },
-    },
-  });
+  await createManagedNode(core, o.node);
   await core.createPersistentVolume({
     body: {
       metadata: { name: o.name },
@@ -199,5 +196,54 @@ export async function nodeReportsAttached(
     async () =>
       (await core.readNode({ name: node })).status?.volumesAttached?.some((v) => v.name === uniqueName),
     { timeoutMs, what },
+  );
+}
+
+/**
+ * Plays the kubelet registering a node whose attachments the controller manages; with `ready`, it
+ * also reports the Ready condition ("True", "False" or "Unknown").
+ */
+export async function createManagedNode(
+  core: CoreV1Api,
+  name: string,
+  {
+    ready,
+    spec,
+    labels,
+  }: { ready?: NodeReadyStatus; spec?: V1NodeSpec; labels?: Record<string, string> } = {},
+): Promise<void> {
+  await core.createNode({
+    body: {
+      metadata: {
+        name,
+        ...(labels && { labels }),
+        annotations: { [CONTROLLER_MANAGED_ATTACH_ANNOTATION]: "true" },
+      },
+      ...(spec && { spec }),
+    },
+  });
+  if (ready !== undefined) await setNodeReady(core, name, ready);
+}
+
+export type NodeReadyStatus = "True" | "False" | "Unknown";
+
+/** Plays the kubelet (or the node lifecycle controller): the node's Ready condition. */
+export async function setNodeReady(core: CoreV1Api, name: string, status: NodeReadyStatus): Promise<void> {
+  await core.patchNodeStatus(
+    {
+      name,
+      body: {
+        status: { conditions: [{ type: "Ready", status, reason: "Test", message: "set by the test" }] },
+      },
+    },
+    setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+  );
+}
+
+/** Plays the kubelet: the volumes (unique names) it has mounted on `node`. */
+export async function setVolumesInUse(core: CoreV1Api, node: string, uniqueNames: string[]): Promise<void> {
+  await core.patchNodeStatus(
+    { name: node, body: { status: { volumesInUse: uniqueNames.length > 0 ? uniqueNames : null } } },
+    mergePatch,
   );
 }
