@@ -1,8 +1,9 @@
 import type { V1Node, V1Pod } from "@kubernetes/client-node";
 import type { Registry } from "prom-client";
-import { errorMessage, isNotFound } from "../runtime/api-errors.js";
+import { isNotFound } from "../runtime/api-errors.js";
 import { abortableRequest, type ApiClients } from "../runtime/client.js";
-import { realClock, sleep, type Clock } from "../runtime/clock.js";
+import { realClock, type Clock } from "../runtime/clock.js";
+import { until } from "../util/wait.js";
 import type { InformerFactory } from "../runtime/informer/index.js";
 import { objectKey } from "../runtime/informer/store.js";
 import type { LogSink } from "../runtime/logger.js";
@@ -13,7 +14,8 @@ import {
   type WorkqueueMetrics,
 } from "../runtime/workqueue/index.js";
 import type { EventSink } from "../runtime/events/event-sink.js";
-import { isPodTerminated, POD_PVC_INDEX, podPVCKeys } from "../protection/pod-usage.js";
+import { addPodPVCIndexerIfNotPresent, POD_PVC_INDEX } from "../volume/common/common.js";
+import { isPodTerminated } from "../volume/util/pod.js";
 import type { VolumeSpec } from "../volume/plugin.js";
 import type { VolumePluginManager } from "../volume/plugin-manager.js";
 import { ActualStateOfWorld } from "./cache/actual-state-of-world.js";
@@ -22,14 +24,26 @@ import { AttachDetachMetrics } from "./metrics.js";
 import { OperationExecutor } from "./operation-executor.js";
 import { DesiredStateOfWorldPopulator } from "./populator/desired-state-of-world-populator.js";
 import { nodeHealthFrom, Reconciler } from "./reconciler.js";
-import { populateActualStateOfWorld, populateDesiredStateOfWorld } from "./state-recovery.js";
-import { APINodeStatusUpdater } from "./statusupdater/node-status-updater.js";
 import {
-  CONTROLLER_MANAGED_ATTACH_ANNOTATION,
-  createVolumeSpec,
-  processPodVolumes,
-  type VolumeLookups,
-} from "./util.js";
+  populateActualStateOfWorld,
+  populateDesiredStateOfWorld,
+  type StateRecoveryContext,
+} from "./state-recovery.js";
+import { APINodeStatusUpdater } from "./statusupdater/node-status-updater.js";
+import { CONTROLLER_MANAGED_ATTACH_ANNOTATION, createVolumeSpec, processPodVolumes } from "./util.js";
+
+/** The informers the controller reads (upstream's listers). */
+function informersOf(f: InformerFactory) {
+  return {
+    pods: f.pods(),
+    nodes: f.nodes(),
+    pvcs: f.persistentVolumeClaims(),
+    pvs: f.persistentVolumes(),
+    csiNodes: f.csiNodes(),
+    csiDrivers: f.csiDrivers(),
+    volumeAttachments: f.volumeAttachments(),
+  };
+}
 
 function nodeName(node: V1Node): string {
   return node.metadata?.name ?? "";
@@ -85,104 +99,122 @@ export class AttachDetachController {
   readonly #timers: TimerConfig;
   readonly #clock: Clock;
   readonly #log: LogSink;
-  readonly #informers;
-  readonly #lookups: VolumeLookups;
+  readonly #informers: ReturnType<typeof informersOf>;
+  /** What processPodVolumes and the state recovery read and write. */
+  readonly #world: StateRecoveryContext;
   readonly #pvcQueue: RateLimitingQueue;
   readonly #stop = new AbortController();
+  readonly #metrics: AttachDetachMetrics | undefined;
   readonly #executor: OperationExecutor;
   readonly #reconciler: Reconciler;
   readonly #populator: DesiredStateOfWorldPopulator;
-  readonly #metrics: AttachDetachMetrics | undefined;
 
-  /** Registers informers, the pods-by-claim index and the handlers: call before the factory starts. */
+  /**
+   * Registers informers, the pods-by-claim index and the handlers: call before the factory starts.
+   * The steps follow upstream NewAttachDetachController.
+   */
   constructor(options: AttachDetachControllerOptions) {
     this.#o = options;
     this.#timers = { ...DEFAULT_TIMER_CONFIG, ...options.timers };
     this.#clock = options.clock ?? realClock;
     this.#log = options.logger;
-    const f = options.informers;
-    this.#informers = {
-      pods: f.pods(),
-      nodes: f.nodes(),
-      pvcs: f.persistentVolumeClaims(),
-      pvs: f.persistentVolumes(),
-      csiNodes: f.csiNodes(),
-      csiDrivers: f.csiDrivers(),
-      volumeAttachments: f.volumeAttachments(),
-    };
-    const { pods, nodes, pvcs, pvs } = this.#informers;
-    pods.addIndexers({ [POD_PVC_INDEX]: podPVCKeys }); // shared with the protection controllers
-    this.#lookups = {
-      getClaim: (namespace, name) => pvcs.store.get(`${namespace}/${name}`),
-      getVolume: (name) => pvs.store.get(name),
-    };
+    this.#informers = informersOf(options.informers);
+    const { pvcs, pvs } = this.#informers;
     this.dsw = new DesiredStateOfWorld(options.plugins);
     this.asw = new ActualStateOfWorld(options.plugins, this.#clock, this.#log);
+    this.#world = {
+      dsw: this.dsw,
+      asw: this.asw,
+      plugins: options.plugins,
+      lookups: {
+        getClaim: (namespace, name) => pvcs.store.get(`${namespace}/${name}`),
+        getVolume: (name) => pvs.store.get(name),
+      },
+      log: this.#log,
+    };
     this.#pvcQueue = newRateLimitingQueue({
       name: "pvcs",
       clock: this.#clock,
       metrics: options.workqueueMetrics,
     });
+    this.#metrics = options.registry && this.#newMetrics(options.registry);
+    this.#executor = this.#newOperationExecutor();
+    this.#reconciler = this.#newReconciler();
+    this.#populator = this.#newPopulator();
+    this.#addEventHandlers();
+  }
 
-    if (options.registry) {
-      this.#metrics = new AttachDetachMetrics(options.registry, {
-        desiredVolumeSpecs: () => this.dsw.getVolumesToAttach().map((v) => v.volumeSpec),
-        actualVolumeSpecs: () => this.asw.getAttachedVolumes().map((v) => v.volumeSpec),
-        podVolumes: () => this.#scheduledPodVolumes(),
-        findPluginBySpec: (spec) => options.plugins.findPluginBySpec(spec),
-      });
-    }
-    this.#executor = new OperationExecutor({
-      plugins: options.plugins,
+  #newMetrics(registry: Registry): AttachDetachMetrics {
+    return new AttachDetachMetrics(registry, {
+      desiredVolumeSpecs: () => this.dsw.getVolumesToAttach().map((v) => v.volumeSpec),
+      actualVolumeSpecs: () => this.asw.getAttachedVolumes().map((v) => v.volumeSpec),
+      podVolumes: () => this.#scheduledPodVolumes(),
+      findPluginBySpec: (spec) => this.#o.plugins.findPluginBySpec(spec),
+    });
+  }
+
+  #newOperationExecutor(): OperationExecutor {
+    const { core } = this.#o.clients;
+    return new OperationExecutor({
+      plugins: this.#o.plugins,
       asw: this.asw,
       nodes: {
         getNode: async (name, signal) => {
           try {
-            return await options.clients.core.readNode({ name }, signal && abortableRequest(signal));
+            return await core.readNode({ name }, signal && abortableRequest(signal));
           } catch (err) {
             if (isNotFound(err)) return undefined;
             throw err;
           }
         },
       },
-      events: options.events,
+      events: this.#o.events,
       clock: this.#clock,
       log: this.#log,
       signal: this.#stop.signal,
       ...(this.#metrics && { metrics: this.#metrics }),
     });
-    this.#reconciler = new Reconciler({
+  }
+
+  #newReconciler(): Reconciler {
+    const { nodes } = this.#informers;
+    return new Reconciler({
       dsw: this.dsw,
       asw: this.asw,
       executor: this.#executor,
       nodeStatusUpdater: new APINodeStatusUpdater({
-        core: options.clients.core,
+        core: this.#o.clients.core,
         getNode: (name) => nodes.store.get(name),
         asw: this.asw,
         log: this.#log,
       }),
       nodes: nodeHealthFrom((name) => nodes.store.get(name)),
-      events: options.events,
+      events: this.#o.events,
       clock: this.#clock,
       log: this.#log,
       ...(this.#metrics && { metrics: this.#metrics }),
       loopPeriodMs: this.#timers.reconcilerLoopPeriodMs,
       maxWaitForUnmountMs: this.#timers.maxWaitForUnmountMs,
-      syncPeriodMs: options.reconcilerSyncPeriodMs,
-      disableReconciliationSync: options.disableReconciliationSync,
-      disableForceDetachOnTimeout: options.disableForceDetachOnTimeout,
+      syncPeriodMs: this.#o.reconcilerSyncPeriodMs,
+      disableReconciliationSync: this.#o.disableReconciliationSync,
+      disableForceDetachOnTimeout: this.#o.disableForceDetachOnTimeout,
     });
-    this.#populator = new DesiredStateOfWorldPopulator({
-      pods: pods.store,
-      lookups: this.#lookups,
-      dsw: this.dsw,
-      plugins: options.plugins,
+  }
+
+  #newPopulator(): DesiredStateOfWorldPopulator {
+    return new DesiredStateOfWorldPopulator({
+      ...this.#world,
+      pods: this.#informers.pods.store,
       clock: this.#clock,
-      log: this.#log,
       loopPeriodMs: this.#timers.desiredStateOfWorldPopulatorLoopPeriodMs,
       listPodsRetryDurationMs: this.#timers.desiredStateOfWorldPopulatorListPodsRetryDurationMs,
     });
+  }
 
+  /** The pod, node and claim handlers, and the pods-by-claim index the claim worker reads. */
+  #addEventHandlers(): void {
+    const { pods, nodes, pvcs } = this.#informers;
+    addPodPVCIndexerIfNotPresent(pods);
     pods.addEventHandler({
       onAdd: (pod) => {
         this.#podAddedOrUpdated(pod);
@@ -191,7 +223,7 @@ export class AttachDetachController {
         this.#podAddedOrUpdated(pod);
       },
       onDelete: (pod) => {
-        this.#processPodVolumes(pod, false);
+        processPodVolumes(pod, false, this.#world);
       },
     });
     nodes.addEventHandler({
@@ -204,16 +236,7 @@ export class AttachDetachController {
         this.#nodeUpdated(node);
       },
       onDelete: (node) => {
-        try {
-          this.dsw.deleteNode(nodeName(node));
-        } catch (err) {
-          // Expected while a drained node still has volumes; they are detached first.
-          this.#log.info(
-            { node: nodeName(node), err: errorMessage(err) },
-            "Error removing node from desired-state-of-world",
-          );
-        }
-        this.asw.setVolumesMountedByNode(node.status?.volumesInUse, nodeName(node));
+        this.#nodeDeleted(node);
       },
     });
     pvcs.addEventHandler({
@@ -231,7 +254,7 @@ export class AttachDetachController {
    * populator and the claims worker until `signal` aborts; resolves once their operations finished.
    */
   async run(signal: AbortSignal): Promise<void> {
-    this.#log.info({ controller: "attachdetach" }, "Starting attach detach controller");
+    this.#log.info({}, "Starting attach detach controller");
     const abort = () => {
       this.#stop.abort(signal.reason);
       this.#pvcQueue.shutDown();
@@ -262,7 +285,7 @@ export class AttachDetachController {
           signal,
           (key, err) => {
             this.#pvcQueue.addRateLimited(key);
-            this.#log.error({ pvc: key, err: errorMessage(err) }, "failed to sync pvc, will retry again");
+            this.#log.error({ pvc: key, err }, "failed to sync pvc, will retry again");
           },
         ),
       ]);
@@ -271,47 +294,38 @@ export class AttachDetachController {
       abort();
       await this.#executor.waitForCompletion();
       this.#metrics?.close();
-      this.#log.info({ controller: "attachdetach" }, "Shutting down attach detach controller");
+      this.#log.info({}, "Shutting down attach detach controller");
     }
   }
 
   /** Every node's attached volumes from its status, then every VolumeAttachment the nodes do not list. */
   #populateActualStateOfWorld(): void {
-    populateActualStateOfWorld(
-      this.#informers.nodes.store.list(),
-      this.#informers.volumeAttachments.store.list(),
-      this.#lookups,
-      this.#o.plugins,
-      this.asw,
-      this.dsw,
-      this.#log,
-    );
+    const { nodes, volumeAttachments } = this.#informers;
+    populateActualStateOfWorld(nodes.store.list(), volumeAttachments.store.list(), this.#world);
   }
 
   #populateDesiredStateOfWorld(): void {
-    populateDesiredStateOfWorld(
-      this.#informers.pods.store.list(),
-      this.#informers.nodes.store,
-      this.dsw,
-      this.asw,
-      this.#o.plugins,
-      this.#lookups,
-      this.#log,
-    );
+    populateDesiredStateOfWorld(this.#informers.pods.store.list(), this.#informers.nodes.store, this.#world);
   }
 
   #podAddedOrUpdated(pod: V1Pod): void {
     if (!pod.spec?.nodeName) return; // not scheduled
-    this.#processPodVolumes(pod, !isPodTerminated(pod));
-  }
-
-  #processPodVolumes(pod: V1Pod, addVolumes: boolean): void {
-    processPodVolumes(pod, addVolumes, this.dsw, this.#o.plugins, this.#lookups, this.#log);
+    processPodVolumes(pod, !isPodTerminated(pod), this.#world);
   }
 
   #nodeUpdated(node: V1Node): void {
     if (node.metadata?.annotations?.[CONTROLLER_MANAGED_ATTACH_ANNOTATION] !== undefined) {
       this.dsw.addNode(nodeName(node));
+    }
+    this.asw.setVolumesMountedByNode(node.status?.volumesInUse, nodeName(node));
+  }
+
+  #nodeDeleted(node: V1Node): void {
+    try {
+      this.dsw.deleteNode(nodeName(node));
+    } catch (err) {
+      // Expected while a drained node still has volumes; they are detached first.
+      this.#log.info({ node: nodeName(node), err }, "Error removing node from desired-state-of-world");
     }
     this.asw.setVolumesMountedByNode(node.status?.volumesInUse, nodeName(node));
   }
@@ -322,20 +336,19 @@ export class AttachDetachController {
     if (!pvc || pvc.status?.phase !== "Bound" || !pvc.spec?.volumeName) return;
     for (const pod of this.#informers.pods.store.byIndex(POD_PVC_INDEX, key)) {
       if (!pod.spec?.nodeName || isPodTerminated(pod)) continue;
-      this.#processPodVolumes(pod, true);
+      processPodVolumes(pod, true, this.#world);
     }
   }
 
   /** Applies plugins the probers found or lost; new ones may make skipped pod volumes attachable. */
   async #refreshProbedPlugins(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      if (await this.#o.plugins.refreshProbedPlugins()) this.#populator.findAndAddActivePods();
-      try {
-        await sleep(this.#clock, this.#timers.reconcilerLoopPeriodMs, signal);
-      } catch {
-        return; // aborted
-      }
-    }
+    await until(
+      async () => {
+        if (await this.#o.plugins.refreshProbedPlugins()) this.#populator.findAndAddActivePods();
+      },
+      this.#timers.reconcilerLoopPeriodMs,
+      { clock: this.#clock, signal },
+    );
   }
 
   *#scheduledPodVolumes(): Iterable<{ nodeName: string; spec: VolumeSpec }> {
@@ -344,7 +357,7 @@ export class AttachDetachController {
       if (!node) continue;
       for (const volume of pod.spec?.volumes ?? []) {
         try {
-          yield { nodeName: node, spec: createVolumeSpec(pod, volume, this.#lookups) };
+          yield { nodeName: node, spec: createVolumeSpec(pod, volume, this.#world.lookups) };
         } catch {
           // not countable, as upstream
         }

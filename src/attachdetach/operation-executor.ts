@@ -201,7 +201,7 @@ export class OperationExecutor {
     for (const [nodeName, volumes] of volumesPerNode) {
       this.#track(
         this.#verifyNode(nodeName, volumes).catch((err: unknown) => {
-          this.#o.log.error({ node: nodeName, err: errorMessage(err) }, "VerifyVolumesAreAttached failed");
+          this.#o.log.error({ node: nodeName, err }, "VerifyVolumesAreAttached failed");
         }),
       );
     }
@@ -335,10 +335,7 @@ export class OperationExecutor {
         specs.set(volume.volumeSpec, volume.volumeName);
         byPlugin.set(plugin, specs);
       } catch (err) {
-        this.#o.log.error(
-          { err: errorMessage(err) },
-          detailedMessage(volume, "VolumesAreAttached.FindPluginBySpec failed"),
-        );
+        this.#o.log.error({ err }, detailedMessage(volume, "VolumesAreAttached.FindPluginBySpec failed"));
       }
     }
     for (const [plugin, specs] of byPlugin) {
@@ -346,10 +343,7 @@ export class OperationExecutor {
       try {
         attached = await plugin.newAttacher().volumesAreAttached([...specs.keys()], nodeName);
       } catch (err) {
-        this.#o.log.error(
-          { node: nodeName, plugin: plugin.name, err: errorMessage(err) },
-          "VolumesAreAttached failed",
-        );
+        this.#o.log.error({ node: nodeName, plugin: plugin.name, err }, "VolumesAreAttached failed");
         continue;
       }
       for (const [spec, isAttached] of attached) {
@@ -445,7 +439,7 @@ export class OperationExecutor {
                 volumeName,
                 node: nodeName,
                 operation: operationName,
-                err: errorMessage(err),
+                err,
                 retryAfterMs: op.backoff.durationMs,
               },
               "Operation failed; no retries permitted until the backoff has passed",

@@ -1,6 +1,6 @@
 import type { V1Node } from "@kubernetes/client-node";
-import { sleep, type Clock } from "../runtime/clock.js";
-import { errorMessage } from "../runtime/api-errors.js";
+import type { Clock } from "../runtime/clock.js";
+import { until } from "../util/wait.js";
 import { objectReference } from "../runtime/events/reference.js";
 import type { LogSink } from "../runtime/logger.js";
 import type { EventSink } from "../runtime/events/event-sink.js";
@@ -97,14 +97,7 @@ export class Reconciler {
 
   /** Runs a pass every loop period until `signal` aborts. */
   async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      await this.reconcile();
-      try {
-        await sleep(this.#o.clock, this.#loopPeriodMs, signal);
-      } catch {
-        return; // aborted
-      }
-    }
+    await until(() => this.reconcile(), this.#loopPeriodMs, { clock: this.#o.clock, signal });
   }
 
   /** One pass of the loop (upstream reconciliationLoopFunc). Operations it starts run on after it returns. */
@@ -114,7 +107,7 @@ export class Reconciler {
     try {
       await this.#o.nodeStatusUpdater.updateNodeStatuses();
     } catch (err) {
-      this.#o.log.info({ err: errorMessage(err) }, "UpdateNodeStatuses failed");
+      this.#o.log.info({ err }, "UpdateNodeStatuses failed");
     }
     if (this.#o.disableReconciliationSync) return;
     // As upstream, a sync period under a second turns the verification off.
@@ -139,10 +132,7 @@ export class Reconciler {
       try {
         elapsedMs = asw.setDetachRequestTime(volumeName, nodeName);
       } catch (err) {
-        log.error(
-          { err: errorMessage(err) },
-          "Cannot trigger detach because it fails to set detach request time",
-        );
+        log.error({ err }, "Cannot trigger detach because it fails to set detach request time");
         continue;
       }
       const expired = elapsedMs > this.#maxWaitForUnmountMs;
@@ -161,10 +151,7 @@ export class Reconciler {
       try {
         startDetach = executor.prepareDetach(volume);
       } catch (err) {
-        log.error(
-          { volumeName, node: nodeName, err: errorMessage(err) },
-          "attacherDetacher.DetachVolume failed to start",
-        );
+        log.error({ volumeName, node: nodeName, err }, "attacherDetacher.DetachVolume failed to start");
         continue;
       }
 
@@ -172,16 +159,13 @@ export class Reconciler {
       try {
         asw.removeVolumeFromReportAsAttached(volumeName, nodeName);
       } catch (err) {
-        log.debug(
-          { volumeName, node: nodeName, err: errorMessage(err) },
-          "RemoveVolumeFromReportAsAttached failed",
-        );
+        log.debug({ volumeName, node: nodeName, err }, "RemoveVolumeFromReportAsAttached failed");
       }
       try {
         await this.#o.nodeStatusUpdater.updateNodeStatusForNode(nodeName);
       } catch (err) {
         log.error(
-          { volumeName, node: nodeName, err: errorMessage(err) },
+          { volumeName, node: nodeName, err },
           "UpdateNodeStatusForNode failed while attempting to report volume as attached",
         );
         asw.addVolumeToReportAsAttached(volumeName, nodeName);

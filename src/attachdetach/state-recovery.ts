@@ -1,20 +1,14 @@
 import type { V1Node, V1Pod, V1VolumeAttachment } from "@kubernetes/client-node";
-import { errorMessage } from "../runtime/api-errors.js";
-import type { LogSink } from "../runtime/logger.js";
-import { isPodTerminated } from "../protection/pod-usage.js";
+import { isPodTerminated } from "../volume/util/pod.js";
 import { isMigratable, translateInTreeSpecToCSI } from "../volume/csimigration/plugin-manager.js";
 import { specFromPersistentVolume } from "../volume/plugin.js";
 import type { ActualStateOfWorld } from "./cache/actual-state-of-world.js";
-import {
-  resolveAttachableVolume,
-  type AttachablePluginFinder,
-  type DesiredStateOfWorld,
-} from "./cache/desired-state-of-world.js";
+import { resolveAttachableVolume } from "./cache/desired-state-of-world.js";
 import {
   CONTROLLER_MANAGED_ATTACH_ANNOTATION,
   createVolumeSpec,
   processPodVolumes,
-  type VolumeLookups,
+  type PodVolumesContext,
 } from "./util.js";
 
 /*
@@ -22,6 +16,11 @@ import {
  * the actual state is rebuilt from what the cluster records, so a restart (or a new leader) neither
  * detaches a volume a pod still uses nor loses track of one that is attached.
  */
+
+/** The states being rebuilt and what rebuilding them reads. */
+export interface StateRecoveryContext extends PodVolumesContext {
+  asw: ActualStateOfWorld;
+}
 
 /**
  * Every node's status.volumesAttached becomes Attached in the ASW (spec unknown for now) and every
@@ -33,12 +32,9 @@ import {
 export function populateActualStateOfWorld(
   nodes: readonly V1Node[],
   vas: readonly V1VolumeAttachment[],
-  lookups: VolumeLookups,
-  plugins: AttachablePluginFinder,
-  asw: ActualStateOfWorld,
-  dsw: DesiredStateOfWorld,
-  log: LogSink,
+  ctx: StateRecoveryContext,
 ): void {
+  const { asw, dsw, log } = ctx;
   for (const node of nodes) {
     const nodeName = node.metadata?.name ?? "";
     for (const attached of node.status?.volumesAttached ?? []) {
@@ -46,13 +42,13 @@ export function populateActualStateOfWorld(
         asw.markVolumeAsAttached(attached.name, undefined, nodeName, attached.devicePath);
       } catch (err) {
         log.error(
-          { node: nodeName, volumeName: attached.name, err: errorMessage(err) },
+          { node: nodeName, volumeName: attached.name, err },
           "Failed to mark the volume as attached",
         );
       }
     }
   }
-  processVolumeAttachments(vas, lookups, plugins, asw, log);
+  processVolumeAttachments(vas, ctx);
   for (const node of nodes) {
     const nodeName = node.metadata?.name ?? "";
     asw.setVolumesMountedByNode(node.status?.volumesInUse, nodeName);
@@ -68,10 +64,7 @@ export function populateActualStateOfWorld(
  */
 function processVolumeAttachments(
   vas: readonly V1VolumeAttachment[],
-  lookups: VolumeLookups,
-  plugins: AttachablePluginFinder,
-  asw: ActualStateOfWorld,
-  log: LogSink,
+  { lookups, plugins, asw, log }: StateRecoveryContext,
 ): void {
   for (const va of vas) {
     const nodeName = va.spec.nodeName;
@@ -93,7 +86,7 @@ function processVolumeAttachments(
         spec = translateInTreeSpecToCSI(spec, "");
       } catch (err) {
         log.error(
-          { ...ref, pv: pvName, err: errorMessage(err) },
+          { ...ref, pv: pvName, err },
           "Failed to translate intree volumeSpec to CSI volumeSpec for volume",
         );
         continue;
@@ -105,7 +98,7 @@ function processVolumeAttachments(
       volumeName = resolveAttachableVolume(plugins, spec).volumeName;
     } catch (err) {
       log.info(
-        { ...ref, pv: pvName, err: errorMessage(err) },
+        { ...ref, pv: pvName, err },
         "Skipping processing the volume on node, no attacher interface found",
       );
       continue;
@@ -124,16 +117,13 @@ function processVolumeAttachments(
 export function populateDesiredStateOfWorld(
   pods: readonly V1Pod[],
   nodes: { get(nodeName: string): V1Node | undefined },
-  dsw: DesiredStateOfWorld,
-  asw: ActualStateOfWorld,
-  plugins: AttachablePluginFinder,
-  lookups: VolumeLookups,
-  log: LogSink,
+  ctx: StateRecoveryContext,
 ): void {
+  const { asw, plugins, lookups, log } = ctx;
   for (const pod of pods) {
     const nodeName = pod.spec?.nodeName ?? "";
     if (nodeName === "") continue; // not scheduled
-    processPodVolumes(pod, !isPodTerminated(pod), dsw, plugins, lookups, log);
+    processPodVolumes(pod, !isPodTerminated(pod), ctx);
     for (const podVolume of pod.spec?.volumes ?? []) {
       let volumeName: string;
       let spec;

@@ -1,7 +1,7 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1Volume } from "@kubernetes/client-node";
 import { errorMessage } from "../runtime/api-errors.js";
 import type { LogSink } from "../runtime/logger.js";
-import { ephemeralClaimIsForPod, ephemeralClaimName } from "../protection/pod-usage.js";
+import { ephemeralClaimIsForPod, ephemeralClaimName } from "../volume/ephemeral.js";
 import { translateInTreeSpecToCSIIfNeeded } from "../volume/csimigration/plugin-manager.js";
 import { specFromPersistentVolume, specFromVolume, type VolumeSpec } from "../volume/plugin.js";
 import {
@@ -88,6 +88,14 @@ function createInTreeVolumeSpec(
   return specFromPersistentVolume(pv, readOnly);
 }
 
+/** What processPodVolumes works with: the desired state, the plugins and the claim/volume caches. */
+export interface PodVolumesContext {
+  dsw: DesiredStateOfWorld;
+  plugins: AttachablePluginFinder;
+  lookups: VolumeLookups;
+  log: LogSink;
+}
+
 /**
  * Adds the pod's attachable volumes to the desired state, or removes them (upstream
  * util.ProcessPodVolumes). Pods not scheduled to a managed node are ignored; a volume whose spec
@@ -97,25 +105,19 @@ function createInTreeVolumeSpec(
 export function processPodVolumes(
   pod: V1Pod,
   addVolumes: boolean,
-  dsw: DesiredStateOfWorld,
-  plugins: AttachablePluginFinder,
-  lookups: VolumeLookups,
-  log: LogSink,
+  { dsw, plugins, lookups, log }: PodVolumesContext,
 ): void {
   const volumes = pod.spec?.volumes ?? [];
   const nodeName = pod.spec?.nodeName ?? "";
   if (volumes.length === 0 || nodeName === "" || !dsw.nodeExists(nodeName)) return;
-  const podName = pod.metadata?.uid ?? "";
+  const podUID = pod.metadata?.uid ?? ""; // upstream GetUniquePodName
   const podRef = { pod: `${pod.metadata?.namespace ?? ""}/${pod.metadata?.name ?? ""}`, node: nodeName };
   for (const podVolume of volumes) {
     let spec: VolumeSpec;
     try {
       spec = createVolumeSpec(pod, podVolume, lookups);
     } catch (err) {
-      log.debug(
-        { ...podRef, volume: podVolume.name, err: errorMessage(err) },
-        "Error processing volume for pod",
-      );
+      log.debug({ ...podRef, volume: podVolume.name, err }, "Error processing volume for pod");
       continue;
     }
     let volumeName: string;
@@ -124,23 +126,20 @@ export function processPodVolumes(
       if (!attachable) continue; // needs no attaching
       volumeName = resolveAttachableVolume(plugins, spec).volumeName;
     } catch (err) {
-      log.debug(
-        { ...podRef, volume: podVolume.name, err: errorMessage(err) },
-        "Skipping volume for pod: no attachable plugin",
-      );
+      log.debug({ ...podRef, volume: podVolume.name, err }, "Skipping volume for pod: no attachable plugin");
       continue;
     }
     if (addVolumes) {
       try {
-        dsw.addPod(podName, pod, spec, nodeName);
+        dsw.addPod(podUID, pod, spec, nodeName);
       } catch (err) {
         log.error(
-          { ...podRef, volume: podVolume.name, err: errorMessage(err) },
+          { ...podRef, volume: podVolume.name, err },
           "Failed to add volume for pod to desiredStateOfWorld",
         );
       }
     } else {
-      dsw.deletePod(podName, volumeName, nodeName);
+      dsw.deletePod(podUID, volumeName, nodeName);
     }
   }
 }

@@ -27,7 +27,7 @@ export interface Lister<T> {
   list(): T[];
 }
 
-/** The pod informer's cache with the POD_PVC_INDEX index (protection/pod-usage) registered. */
+/** The pod informer's cache with the POD_PVC_INDEX index (volume/common) registered. */
 export interface PodIndexer {
   byIndex(indexName: string, value: string): V1Pod[];
 }

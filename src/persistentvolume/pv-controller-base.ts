@@ -10,7 +10,7 @@ import {
   type RateLimitingQueue,
   type WorkqueueMetrics,
 } from "../runtime/workqueue/index.js";
-import { POD_PVC_INDEX, podPVCKeys } from "../protection/pod-usage.js";
+import { addPodPVCIndexerIfNotPresent } from "../volume/common/common.js";
 import type { VolumePluginManager } from "../volume/plugin-manager.js";
 import { CoreV1BinderApi } from "./binder-api.js";
 import { pauseAfterBindWrite } from "./crash-seam.js";
@@ -66,7 +66,7 @@ export class PersistentVolumeControllerRunner {
     const classes = informers.storageClasses();
     const pods = informers.pods();
     const nodes = informers.nodes();
-    pods.addIndexers({ [POD_PVC_INDEX]: podPVCKeys });
+    addPodPVCIndexerIfNotPresent(pods);
     this.#synced = [this.#volumes, this.#claims, classes, pods, nodes];
 
     const metrics = opts.workqueueMetrics;

@@ -10,7 +10,8 @@ import type { EventSink } from "../runtime/events/event-sink.js";
 import { objectReference } from "../runtime/events/reference.js";
 import { objectKey } from "../runtime/informer/store.js";
 import { objectRef, type LogSink } from "../runtime/logger.js";
-import { isPodTerminated, POD_PVC_INDEX } from "../protection/pod-usage.js";
+import { POD_PVC_INDEX } from "../volume/common/common.js";
+import { isPodTerminated } from "../volume/util/pod.js";
 import type { BinderApi } from "./binder-api.js";
 import type {
   BinderContext,

@@ -1,38 +1,6 @@
-import type { V1ContainerStatus, V1PersistentVolumeClaim, V1Pod, V1Volume } from "@kubernetes/client-node";
-
-/** Upstream common.PodPVCIndex: pods filed under the "namespace/name" keys of the claims they use. */
-export const POD_PVC_INDEX = "pod-pvc-index";
-
-/** Upstream common.PodPVCIndexFunc, including the claims generic ephemeral volumes get. */
-export function podPVCKeys(pod: V1Pod): string[] {
-  const namespace = pod.metadata?.namespace ?? "";
-  return (pod.spec?.volumes ?? []).flatMap((volume) => {
-    const name = claimNameOf(pod, volume);
-    return name ? [`${namespace}/${name}`] : [];
-  });
-}
-
-/** The claim a volume uses: named by a persistentVolumeClaim source, or made for an ephemeral one. */
-function claimNameOf(pod: V1Pod, volume: V1Volume): string | undefined {
-  if (volume.persistentVolumeClaim) return volume.persistentVolumeClaim.claimName;
-  if (volume.ephemeral) return ephemeralClaimName(pod, volume);
-  return undefined;
-}
-
-/** ephemeral.VolumeClaimName: the deterministic name of a generic ephemeral volume's claim. */
-export function ephemeralClaimName(pod: V1Pod, volume: V1Volume): string {
-  return `${pod.metadata?.name ?? ""}-${volume.name}`;
-}
-
-/**
- * ephemeral.VolumeIsForPod: a claim with the ephemeral name is the pod's only if the pod controls it;
- * otherwise it is an unrelated claim that merely has a colliding name.
- */
-export function ephemeralClaimIsForPod(pod: V1Pod, pvc: V1PersistentVolumeClaim): boolean {
-  if (pvc.metadata?.namespace !== pod.metadata?.namespace) return false;
-  const controller = pvc.metadata?.ownerReferences?.find((ref) => ref.controller === true);
-  return controller !== undefined && controller.uid === pod.metadata?.uid;
-}
+import type { V1PersistentVolumeClaim, V1Pod, V1Volume } from "@kubernetes/client-node";
+import { ephemeralClaimIsForPod, ephemeralClaimName } from "../volume/ephemeral.js";
+import { isPodTerminated } from "../volume/util/pod.js";
 
 /**
  * Whether `pod` keeps `pvc` from being deleted (upstream podUsesPVCForDeletion). Only scheduled pods
@@ -77,23 +45,4 @@ function usesAsEphemeral(pod: V1Pod, volume: V1Volume, pvc: V1PersistentVolumeCl
  */
 export function podIsShutDown(pod: V1Pod): boolean {
   return pod.metadata?.deletionTimestamp !== undefined && pod.metadata.deletionGracePeriodSeconds === 0;
-}
-
-/**
- * volumeutil.IsPodTerminated: Succeeded or Failed, or being deleted with no container running
- * (every status terminated or waiting).
- */
-export function isPodTerminated(pod: V1Pod): boolean {
-  const status = pod.status;
-  if (status?.phase === "Failed" || status?.phase === "Succeeded") return true;
-  return (
-    pod.metadata?.deletionTimestamp !== undefined &&
-    notRunning(status?.initContainerStatuses) &&
-    notRunning(status?.containerStatuses) &&
-    notRunning(status?.ephemeralContainerStatuses)
-  );
-}
-
-function notRunning(statuses: readonly V1ContainerStatus[] = []): boolean {
-  return statuses.every((s) => s.state?.terminated !== undefined || s.state?.waiting !== undefined);
 }

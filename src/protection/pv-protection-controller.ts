@@ -4,7 +4,7 @@ import {
   type CoreV1Api,
   type V1PersistentVolume,
 } from "@kubernetes/client-node";
-import { errorMessage, isConflict } from "../runtime/api-errors.js";
+import { isConflict } from "../runtime/api-errors.js";
 import type { Clock } from "../runtime/clock.js";
 import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
 import { objectRef, type LogSink } from "../runtime/logger.js";
@@ -73,7 +73,7 @@ export class PVProtectionController {
 
   /** Waits for the cache, then works until `signal` is aborted; resolves once the workers have stopped. */
   async run(signal: AbortSignal): Promise<void> {
-    this.#log.info({ controller: "pv-protection" }, "Starting PV protection controller");
+    this.#log.info({}, "Starting PV protection controller");
     try {
       const synced = await this.#pvs.waitForCacheSync(signal).then(
         () => true,
@@ -92,12 +92,12 @@ export class PVProtectionController {
           this.#queue.addRateLimited(name);
           // A conflict only means the cache was behind; the retry reads the newer volume.
           const level = isConflict(err) ? "debug" : "error";
-          this.#log[level]({ pv: name, err: errorMessage(err) }, "processing PV failed; will retry");
+          this.#log[level]({ pv: name, err }, "processing PV failed; will retry");
         },
       );
     } finally {
       this.#queue.shutDown();
-      this.#log.info({ controller: "pv-protection" }, "Shutting down PV protection controller");
+      this.#log.info({}, "Shutting down PV protection controller");
     }
   }
 

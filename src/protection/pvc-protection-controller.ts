@@ -5,7 +5,7 @@ import {
   type V1PersistentVolumeClaim,
   type V1Pod,
 } from "@kubernetes/client-node";
-import { errorMessage, isConflict } from "../runtime/api-errors.js";
+import { isConflict } from "../runtime/api-errors.js";
 import type { Clock } from "../runtime/clock.js";
 import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
 import { objectRef, type LogSink } from "../runtime/logger.js";
@@ -23,13 +23,9 @@ import {
   removeFinalizerPatch,
 } from "./finalizer.js";
 import { NamespaceBatches } from "./namespace-batches.js";
-import {
-  isPodTerminated,
-  POD_PVC_INDEX,
-  podPVCKeys,
-  podUsesPVCForDeletion,
-  podUsesPVCForUnusedSince,
-} from "./pod-usage.js";
+import { addPodPVCIndexerIfNotPresent, POD_PVC_INDEX, podPVCKeys } from "../volume/common/common.js";
+import { isPodTerminated } from "../volume/util/pod.js";
+import { podUsesPVCForDeletion, podUsesPVCForUnusedSince } from "./pod-usage.js";
 import { findUnusedCondition, unusedConditionChange, withUnusedCondition } from "./unused-condition.js";
 
 export interface PVCProtectionControllerOptions {
@@ -85,7 +81,7 @@ export class PVCProtectionController {
     this.#queue = newRateLimitingQueue({ name: "pvcprotection", clock: opts.clock, metrics: opts.metrics });
     this.#pvcs = opts.informers.persistentVolumeClaims();
     this.#pods = opts.informers.pods();
-    this.#pods.addIndexers({ [POD_PVC_INDEX]: podPVCKeys }); // shared with other volume controllers
+    addPodPVCIndexerIfNotPresent(this.#pods);
     this.#pvcs.addEventHandler({
       onAdd: (pvc) => {
         this.#pvcAddedUpdated(pvc);
@@ -112,7 +108,7 @@ export class PVCProtectionController {
 
   /** Waits for the caches, then works until `signal` is aborted; resolves once the workers have stopped. */
   async run(signal: AbortSignal): Promise<void> {
-    this.#log.info({ controller: "pvc-protection" }, "Starting PVC protection controller");
+    this.#log.info({}, "Starting PVC protection controller");
     const stop = () => {
       this.#queue.shutDown();
     };
@@ -142,7 +138,7 @@ export class PVCProtectionController {
     } finally {
       signal.removeEventListener("abort", stop);
       this.#queue.shutDown();
-      this.#log.info({ controller: "pvc-protection" }, "Shutting down PVC protection controller");
+      this.#log.info({}, "Shutting down PVC protection controller");
     }
   }
 
@@ -165,7 +161,7 @@ export class PVCProtectionController {
         this.#queue.addRateLimited(key);
         // A conflict only means the cache was behind; the retry reads the newer claim.
         const level = isConflict(err) ? "debug" : "error";
-        this.#log[level]({ pvc: key, err: errorMessage(err) }, "processing PVC failed; will retry");
+        this.#log[level]({ pvc: key, err }, "processing PVC failed; will retry");
       } finally {
         this.#queue.done(key);
       }

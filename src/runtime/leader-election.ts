@@ -270,10 +270,7 @@ export class LeaderElector {
         this.#renewed(now);
         return true;
       } catch (err) {
-        this.#log.debug(
-          { err: errorMessage(err) },
-          "failed to update lease optimistically, falling back to slow path",
-        );
+        this.#log.debug({ err }, "failed to update lease optimistically, falling back to slow path");
       }
     }
 
@@ -344,7 +341,7 @@ export class LeaderElector {
             abortableRequest(deadline.signal),
           );
         } catch (err) {
-          this.#log.error({ err: errorMessage(err) }, "failed to release lease");
+          this.#log.error({ err }, "failed to release lease");
           return;
         }
         // Unlike client-go, check the record just read too: after a failed renewal another replica
@@ -365,7 +362,7 @@ export class LeaderElector {
           return;
         } catch (err) {
           if (isConflict(err)) continue;
-          this.#log.error({ err: errorMessage(err) }, "failed to release lease");
+          this.#log.error({ err }, "failed to release lease");
           return;
         }
       }
@@ -430,10 +427,10 @@ export class LeaderElector {
     const expected = signal.aborted || isConflict(err) || isAlreadyExists(err);
     const cause = `${msg}: ${errorMessage(err)}`;
     if (expected || cause === this.#leaseError) {
-      this.#log.debug({ err: errorMessage(err) }, msg);
+      this.#log.debug({ err }, msg);
       return false;
     }
-    this.#log.error({ err: errorMessage(err) }, msg);
+    this.#log.error({ err }, msg);
     this.#leaseError = cause;
     this.#config.onLeaseError?.(new Error(`lease ${this.#describe()}: ${cause}`));
     return false;

@@ -5,7 +5,8 @@ const MAX_BACKOFF_MS = 122_000;
 
 /**
  * The retry wait of one failing operation (upstream goroutinemap/exponentialbackoff), shared by the
- * PV binder's and the attach/detach controller's operation tables. Times are Clock milliseconds.
+ * PV binder's and the attach/detach controller's operation tables and the FlexVolume prober. Times are
+ * Clock milliseconds. (The reflector's retry delays are runtime/informer's ExponentialBackoffManager.)
  */
 export class ExponentialBackoff {
   #lastErrorAt = 0;

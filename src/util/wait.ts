@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from "node:timers/promises";
+import { realClock, sleep, type Clock } from "../runtime/clock.js";
 
 export interface WaitOptions {
   timeoutMs: number;
@@ -6,6 +6,8 @@ export interface WaitOptions {
   /** Named in the timeout error, e.g. "PVC default/a to be Bound". */
   what: string;
   signal?: AbortSignal;
+  /** Real time unless a test drives it. */
+  clock?: Clock;
 }
 
 /**
@@ -15,9 +17,9 @@ export interface WaitOptions {
  */
 export async function waitFor<T>(
   check: () => Promise<T | undefined | false> | T | undefined | false,
-  { timeoutMs, intervalMs = 100, what, signal }: WaitOptions,
+  { timeoutMs, intervalMs = 100, what, signal, clock = realClock }: WaitOptions,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = clock.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
     signal?.throwIfAborted();
@@ -27,15 +29,29 @@ export async function waitFor<T>(
     } catch (err) {
       lastError = err;
     }
-    if (Date.now() >= deadline) {
+    if (clock.now() >= deadline) {
       const cause = lastError instanceof Error ? `: ${lastError.message}` : "";
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${cause}`, { cause: lastError });
     }
+    await sleep(clock, intervalMs, signal); // rejects with the abort reason
+  }
+}
+
+/**
+ * Upstream wait.Until: runs `fn`, then again `periodMs` after each run ends, until `signal` aborts.
+ * Resolves on the abort; an error `fn` throws ends the loop with it.
+ */
+export async function until(
+  fn: () => unknown,
+  periodMs: number,
+  { clock, signal }: { clock: Clock; signal: AbortSignal },
+): Promise<void> {
+  while (!signal.aborted) {
+    await fn();
     try {
-      await sleep(intervalMs, undefined, signal ? { signal } : {});
-    } catch (err) {
-      signal?.throwIfAborted(); // surface the abort reason rather than a generic AbortError
-      throw err;
+      await sleep(clock, periodMs, signal);
+    } catch {
+      return; // aborted
     }
   }
 }

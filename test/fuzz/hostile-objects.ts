@@ -25,13 +25,10 @@ import {
 } from "../../src/attachdetach/state-recovery.js";
 import { processPodVolumes, type VolumeLookups } from "../../src/attachdetach/util.js";
 import { VolumeIndex } from "../../src/persistentvolume/volume-index.js";
-import {
-  podPVCKeys,
-  podUsesPVCForDeletion,
-  podUsesPVCForUnusedSince,
-} from "../../src/protection/pod-usage.js";
+import { podUsesPVCForDeletion, podUsesPVCForUnusedSince } from "../../src/protection/pod-usage.js";
 import { isVolumeBound } from "../../src/protection/pv-protection-controller.js";
 import { FakeClock } from "../../src/runtime/clock.js";
+import { podPVCKeys } from "../../src/volume/common/common.js";
 import { silentLogger } from "../../src/runtime/logger.js";
 import { TEST_DRIVER, testPluginManager } from "../unit/attachdetach-fixtures.js";
 import { Harness, NAMESPACE } from "../unit/pv-binder-framework.js";
@@ -360,26 +357,23 @@ export async function feedWorld(world: World, probe: Probe): Promise<void> {
     getVolume: (n) => world.volumes.find((v) => v.metadata?.name === n),
   };
   for (const node of world.nodes) if (node.metadata?.name) dsw.addNode(node.metadata.name);
+  const recovery = { dsw, asw, plugins, lookups, log: silentLogger };
   await probe("attachdetach.populateActualStateOfWorld", world, () => {
-    populateActualStateOfWorld(world.nodes, world.attachments, lookups, plugins, asw, dsw, silentLogger);
+    populateActualStateOfWorld(world.nodes, world.attachments, recovery);
   });
   await probe("attachdetach.populateDesiredStateOfWorld", world, () => {
     populateDesiredStateOfWorld(
       world.pods,
       { get: (n) => world.nodes.find((x) => x.metadata?.name === n) },
-      dsw,
-      asw,
-      plugins,
-      lookups,
-      silentLogger,
+      recovery,
     );
   });
   for (const pod of world.pods) {
     await probe("attachdetach.processPodVolumes", pod, () => {
-      processPodVolumes(pod, true, dsw, plugins, lookups, silentLogger);
+      processPodVolumes(pod, true, recovery);
     });
     await probe("attachdetach.processPodVolumes", pod, () => {
-      processPodVolumes(pod, false, dsw, plugins, lookups, silentLogger);
+      processPodVolumes(pod, false, recovery);
     });
   }
   const populator = new DesiredStateOfWorldPopulator({

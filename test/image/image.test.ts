@@ -22,6 +22,11 @@ import { freePort } from "../../src/controlplane/ports.js";
 import { startExternalAttacher } from "../../src/dev/external-attacher.js";
 import { silentLogger } from "../../src/runtime/logger.js";
 import { waitFor } from "../../src/util/wait.js";
+import {
+  csiUniqueName,
+  nodeReportsAttached,
+  podWithCSIVolumeOnManagedNode,
+} from "../support/attach-detach.js";
 
 /*
  * The image users build: the Dockerfile, unchanged, built with podman (runc) on the stand-in base
@@ -283,48 +288,17 @@ describe("the image built from the Dockerfile", () => {
       await bound("image-static");
 
       // A CSI volume of a pod on a managed node is attached and reported in the node's status.
-      await core.createNode({
-        body: {
-          metadata: {
-            name: "image-node",
-            annotations: { "volumes.kubernetes.io/controller-managed-attach-detach": "true" },
-          },
-        },
+      await podWithCSIVolumeOnManagedNode(core, {
+        name: "image-csi",
+        pod: "image-pod",
+        node: "image-node",
+        driver: "image.csi.example.com",
+        handle: "image-disk",
+        bound,
       });
-      await core.createPersistentVolume({
-        body: {
-          metadata: { name: "image-csi" },
-          spec: {
-            capacity: { storage: "1Gi" },
-            accessModes: ["ReadWriteOnce"],
-            storageClassName: "image-csi",
-            csi: { driver: "image.csi.example.com", volumeHandle: "image-disk" },
-          },
-        },
+      await nodeReportsAttached(core, "image-node", csiUniqueName("image.csi.example.com", "image-disk"), {
+        what: `the node status to list the attached CSI volume (logs: ${await logs()})`,
       });
-      await claim("image-csi", "image-csi");
-      await bound("image-csi");
-      await core.createNamespacedPod({
-        namespace: "default",
-        body: {
-          metadata: { name: "image-pod" },
-          spec: {
-            nodeName: "image-node",
-            containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }],
-            volumes: [{ name: "data", persistentVolumeClaim: { claimName: "image-csi" } }],
-          },
-        },
-      });
-      await waitFor(
-        async () =>
-          (await core.readNode({ name: "image-node" })).status?.volumesAttached?.some(
-            (v) => v.name === "kubernetes.io/csi/image.csi.example.com^image-disk",
-          ),
-        {
-          timeoutMs: 60_000,
-          what: `the node status to list the attached CSI volume (logs: ${await logs()})`,
-        },
-      );
 
       // The FlexVolume driver's init left a child that outlived it; once it has exited, its new parent
       // (PID 1) must have reaped it: its pid is gone from /proc, not a zombie.

@@ -11,23 +11,22 @@ import {
   StorageV1Api,
   type CoreV1Event,
   type V1Node,
-  type V1VolumeAttachment,
 } from "@kubernetes/client-node";
-import { Registry } from "prom-client";
-import { AttachDetachController, type TimerConfig } from "../../src/attachdetach/attach-detach-controller.js";
+import type { TimerConfig } from "../../src/attachdetach/attach-detach-controller.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
-import { isNotFound } from "../../src/runtime/api-errors.js";
-import { ApiClients } from "../../src/runtime/client.js";
 import { realClock } from "../../src/runtime/clock.js";
-import { EventRecorder } from "../../src/runtime/events/recorder.js";
-import { InformerFactory } from "../../src/runtime/informer/index.js";
-import { silentLogger } from "../../src/runtime/logger.js";
 import { waitFor } from "../../src/util/wait.js";
 import { attachmentName } from "../../src/volume/csi/attachment-name.js";
-import { defaultPlugins } from "../../src/volume/default-plugins.js";
-import { FlexVolumeProber } from "../../src/volume/flexvolume/prober.js";
-import { VolumePluginManager } from "../../src/volume/plugin-manager.js";
 import { waitGone } from "../support/api.js";
+import {
+  attachWhenAsked,
+  readAttachment,
+  createManagedNode,
+  setNodeReady,
+  setVolumesInUse as setNodeVolumesInUse,
+  startAttachDetachController,
+  type InProcessAttachDetach,
+} from "../support/attach-detach.js";
 
 /*
  * The attach/detach controller on a real apiserver, run in-process so its timers can be short (as
@@ -46,76 +45,24 @@ const FLEX_FIXTURE = fileURLToPath(new URL("../fixtures/flexvolume/fake-driver.s
 /** The unique volume name the controller reports in node status for a CSI handle. */
 const uniqueName = (handle: string) => `kubernetes.io/csi/${DRIVER}^${handle}`;
 
-interface RunningController {
-  controller: AttachDetachController;
-  plugins: VolumePluginManager;
-  registry: Registry;
-  stop(): Promise<void>;
-}
-
 describe("attach/detach controller on a real apiserver", () => {
   let cp: LocalControlPlane;
   let core: CoreV1Api;
   let storage: StorageV1Api;
-  let running: RunningController;
+  let running: InProcessAttachDetach;
   let flexDir: string;
 
   /** Starts a controller with its own informers, as a restarted process would have. */
-  async function startController(timers: Partial<TimerConfig> = {}): Promise<RunningController> {
-    const kubeConfig = cp.kubeConfig();
-    const clients = new ApiClients(kubeConfig, { qps: -1, burst: 0 });
-    const informers = new InformerFactory({ kubeConfig, apis: clients });
-    const plugins = new VolumePluginManager(silentLogger);
-    plugins.register(
-      defaultPlugins({
-        enableHostPathProvisioner: false,
-        pods: clients.core,
-        csi: {
-          volumeAttachments: clients.storage,
-          volumeAttachmentLister: informers.volumeAttachments().store,
-          csiDrivers: informers.csiDrivers().store,
-        },
-      }),
-    );
-    const events = new EventRecorder({
-      component: "attachdetach-controller",
-      core: clients.core,
-      clock: realClock,
-      logger: silentLogger,
-    });
-    const registry = new Registry();
-    const controller = new AttachDetachController({
-      clients,
-      informers,
-      plugins,
-      events,
-      logger: silentLogger,
-      registry,
-      reconcilerSyncPeriodMs: 60_000,
-      disableReconciliationSync: false,
-      disableForceDetachOnTimeout: false,
+  function startController(timers: Partial<TimerConfig> = {}): Promise<InProcessAttachDetach> {
+    return startAttachDetachController(cp.kubeConfig(), {
       timers: {
         maxWaitForUnmountMs: 2_000,
         desiredStateOfWorldPopulatorLoopPeriodMs: 1_000,
         desiredStateOfWorldPopulatorListPodsRetryDurationMs: 3_000,
         ...timers,
       },
+      flexVolumePluginDir: flexDir,
     });
-    const prober = new FlexVolumeProber({ pluginDir: flexDir, log: silentLogger, callTimeoutMs: 2_000 });
-    await plugins.addProber(prober);
-    const stop = new AbortController();
-    const done = Promise.all([informers.start(stop.signal), controller.run(stop.signal)]);
-    return {
-      controller,
-      plugins,
-      registry,
-      stop: async () => {
-        stop.abort();
-        await done;
-        prober.close();
-        await events.close();
-      },
-    };
   }
 
   before(async () => {
@@ -132,41 +79,21 @@ describe("attach/detach controller on a real apiserver", () => {
   });
 
   async function createNode(name: string, opts: { ready?: boolean; outOfService?: boolean } = {}) {
-    await core.createNode({
-      body: {
-        metadata: { name, annotations: { "volumes.kubernetes.io/controller-managed-attach-detach": "true" } },
-        spec: opts.outOfService
-          ? {
-              taints: [
-                { key: "node.kubernetes.io/out-of-service", value: "nodeshutdown", effect: "NoExecute" },
-              ],
-            }
-          : {},
-      },
+    await createManagedNode(core, name, {
+      ready: (opts.ready ?? true) ? "True" : "False",
+      ...(opts.outOfService && {
+        spec: {
+          taints: [{ key: "node.kubernetes.io/out-of-service", value: "nodeshutdown", effect: "NoExecute" }],
+        },
+      }),
     });
-    await setReady(name, opts.ready ?? true);
   }
 
-  async function setReady(name: string, ready: boolean) {
-    const status = ready ? "True" : "False";
-    await core.patchNodeStatus(
-      {
-        name,
-        body: {
-          status: { conditions: [{ type: "Ready", status, reason: "Test", message: "set by the test" }] },
-        },
-      },
-      setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
-    );
-  }
+  const setReady = (name: string, ready: boolean) => setNodeReady(core, name, ready ? "True" : "False");
 
   /** Plays the kubelet: the volumes it has mounted. */
-  async function setVolumesInUse(node: string, handles: string[]) {
-    await core.patchNodeStatus(
-      { name: node, body: { status: { volumesInUse: handles.length > 0 ? handles.map(uniqueName) : null } } },
-      mergePatch,
-    );
-  }
+  const setVolumesInUse = (node: string, handles: string[]) =>
+    setNodeVolumesInUse(core, node, handles.map(uniqueName));
 
   /** A CSI PV and a claim bound to it, as the binder leaves them. */
   async function boundClaim(handle: string, accessMode = "ReadWriteOnce"): Promise<string> {
@@ -221,22 +148,9 @@ describe("attach/detach controller on a real apiserver", () => {
     await waitGone(`pod ${name}`, () => core.readNamespacedPod({ namespace: NS, name }));
   }
 
-  async function readVA(name: string): Promise<V1VolumeAttachment | undefined> {
-    try {
-      return await storage.readVolumeAttachment({ name });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
   /** Waits for the controller's VolumeAttachment and plays the external-attacher: attached. */
-  async function attachVA(handle: string, node: string): Promise<V1VolumeAttachment> {
-    const name = attachmentName(handle, DRIVER, node);
-    const va = await waitFor(() => readVA(name), { timeoutMs, what: `VolumeAttachment ${name}` });
-    await storage.patchVolumeAttachmentStatus({ name, body: { status: { attached: true } } }, mergePatch);
-    return va;
-  }
+  const attachVA = (handle: string, node: string) =>
+    attachWhenAsked(storage, attachmentName(handle, DRIVER, node), { timeoutMs });
 
   async function reportedAttached(node: string): Promise<string[]> {
     const n: V1Node = await core.readNode({ name: node });
@@ -327,7 +241,7 @@ describe("attach/detach controller on a real apiserver", () => {
     await detachRequested("vol-b", "node-b");
     const vaName = attachmentName("vol-b", DRIVER, "node-b");
     await staysTrue("the VolumeAttachment stays while the volume is in use", async () => {
-      const va = await readVA(vaName);
+      const va = await readAttachment(storage, vaName);
       return va !== undefined && va.metadata?.deletionTimestamp === undefined;
     });
     assert.deepEqual(await reportedAttached("node-b"), [uniqueName("vol-b")]);
@@ -368,7 +282,11 @@ describe("attach/detach controller on a real apiserver", () => {
     const vaName = attachmentName("vol-d", DRIVER, "node-d");
     // Beyond the 2 s max wait.
     const window = 2_000 + 1_000 - (realClock.now() - (requested.detachRequestedTime ?? 0));
-    await staysTrue("the VolumeAttachment stays", async () => (await readVA(vaName)) !== undefined, window);
+    await staysTrue(
+      "the VolumeAttachment stays",
+      async () => (await readAttachment(storage, vaName)) !== undefined,
+      window,
+    );
   });
 
   test("the out-of-service taint detaches a mounted volume at once", async () => {
@@ -416,7 +334,7 @@ describe("attach/detach controller on a real apiserver", () => {
       event.message,
       'Waiting for detach for volume "pv-vol-f" Volume is already used by pod(s) pod-f1',
     );
-    assert.equal(await readVA(attachmentName("vol-f", DRIVER, "node-f2")), undefined);
+    assert.equal(await readAttachment(storage, attachmentName("vol-f", DRIVER, "node-f2")), undefined);
     assert.equal(event.count ?? 1, 1, "reported once");
   });
 
@@ -468,7 +386,7 @@ describe("attach/detach controller on a real apiserver", () => {
     await waitReported("node-h", ["vol-h1", "vol-h2"]);
     await staysTrue("the running pods' VolumeAttachments are kept", async () => {
       for (const h of ["vol-h1", "vol-h2"]) {
-        const va = await readVA(attachmentName(h, DRIVER, "node-h"));
+        const va = await readAttachment(storage, attachmentName(h, DRIVER, "node-h"));
         if (va?.metadata?.uid !== vas.get(h) || va?.metadata?.deletionTimestamp !== undefined) return false;
       }
       return true;

@@ -7,19 +7,18 @@ import {
   StorageV1Api,
   type V1PersistentVolumeSpec,
 } from "@kubernetes/client-node";
-import { Registry } from "prom-client";
-import { AttachDetachController } from "../../src/attachdetach/attach-detach-controller.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
-import { isNotFound } from "../../src/runtime/api-errors.js";
-import { ApiClients } from "../../src/runtime/client.js";
-import { realClock } from "../../src/runtime/clock.js";
-import { EventRecorder } from "../../src/runtime/events/recorder.js";
-import { InformerFactory } from "../../src/runtime/informer/index.js";
-import { silentLogger } from "../../src/runtime/logger.js";
 import { waitFor } from "../../src/util/wait.js";
 import { attachmentName } from "../../src/volume/csi/attachment-name.js";
-import { defaultPlugins } from "../../src/volume/default-plugins.js";
-import { VolumePluginManager } from "../../src/volume/plugin-manager.js";
+import {
+  attachWhenAsked,
+  createManagedNode,
+  readAttachment,
+  setNodeReady,
+  setVolumesInUse,
+  startAttachDetachController,
+  type InProcessAttachDetach,
+} from "../support/attach-detach.js";
 
 /*
  * Handover from kube-controller-manager to kvc with an in-tree volume migrated to CSI (issue 11):
@@ -38,14 +37,12 @@ const EBS_UNIQUE = `kubernetes.io/csi/${EBS_DRIVER}^vol-0a1b2c3d`;
 const CSI_UNIQUE = `kubernetes.io/csi/${CSI_DRIVER}^h1`;
 const timeoutMs = 60_000;
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
-const strategicPatch = setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch);
 
 describe("handover from KCM to kvc with an in-tree EBS volume attached", () => {
   let cp: LocalControlPlane;
   let core: CoreV1Api;
   let storage: StorageV1Api;
-  const stop = new AbortController();
-  let running: Promise<unknown> | undefined;
+  let kvc: InProcessAttachDetach | undefined;
 
   before(async () => {
     cp = await LocalControlPlane.start();
@@ -54,8 +51,7 @@ describe("handover from KCM to kvc with an in-tree EBS volume attached", () => {
   });
 
   after(async () => {
-    stop.abort();
-    await running;
+    await kvc?.stop();
     await cp.stop();
   });
 
@@ -105,68 +101,13 @@ describe("handover from KCM to kvc with an in-tree EBS volume attached", () => {
   const volumesAttached = async () =>
     ((await core.readNode({ name: NODE })).status?.volumesAttached ?? []).map((v) => v.name).sort();
 
-  async function readAttachment(name: string) {
-    try {
-      return await storage.readVolumeAttachment({ name });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
   /** kvc's attach/detach controller in-process, with a 2 s unmount wait. */
-  function startKvc(): void {
-    const kubeConfig = cp.kubeConfig();
-    const clients = new ApiClients(kubeConfig, { qps: -1, burst: 0 });
-    const informers = new InformerFactory({ kubeConfig, apis: clients });
-    const plugins = new VolumePluginManager(silentLogger);
-    plugins.register(
-      defaultPlugins({
-        enableHostPathProvisioner: false,
-        pods: clients.core,
-        csi: {
-          volumeAttachments: clients.storage,
-          volumeAttachmentLister: informers.volumeAttachments().store,
-          csiDrivers: informers.csiDrivers().store,
-        },
-      }),
-    );
-    const events = new EventRecorder({
-      component: "attachdetach-controller",
-      core: clients.core,
-      clock: realClock,
-      logger: silentLogger,
-    });
-    const controller = new AttachDetachController({
-      clients,
-      informers,
-      plugins,
-      events,
-      logger: silentLogger,
-      registry: new Registry(),
-      reconcilerSyncPeriodMs: 60_000,
-      disableReconciliationSync: false,
-      disableForceDetachOnTimeout: false,
-      timers: { maxWaitForUnmountMs: 2_000 },
-    });
-    running = Promise.all([informers.start(stop.signal), controller.run(stop.signal)]).finally(() =>
-      events.close(),
-    );
+  async function startKvc(): Promise<void> {
+    kvc = await startAttachDetachController(cp.kubeConfig(), { timers: { maxWaitForUnmountMs: 2_000 } });
   }
 
   test("the EBS volume stays attached past the unmount wait on a NotReady node", async () => {
-    await core.createNode({
-      body: {
-        metadata: {
-          name: NODE,
-          annotations: { "volumes.kubernetes.io/controller-managed-attach-detach": "true" },
-        },
-      },
-    });
-    await core.patchNodeStatus(
-      { name: NODE, body: { status: { conditions: [{ type: "Ready", status: "True", reason: "Test" }] } } },
-      strategicPatch,
-    );
+    await createManagedNode(core, NODE, { ready: "True" });
     await podWithVolume("ebs", {
       awsElasticBlockStore: { volumeID: "aws://us-east-1a/vol-0a1b2c3d", fsType: "ext4" },
     });
@@ -179,17 +120,13 @@ describe("handover from KCM to kvc with an in-tree EBS volume attached", () => {
     const ebsVA = attachmentName("vol-0a1b2c3d", EBS_DRIVER, NODE);
     const csiVA = attachmentName("h1", CSI_DRIVER, NODE);
     for (const name of [ebsVA, csiVA]) {
-      await waitFor(() => readAttachment(name), { timeoutMs, what: `KCM to create ${name}` });
-      await storage.patchVolumeAttachmentStatus({ name, body: { status: { attached: true } } }, mergePatch);
+      await attachWhenAsked(storage, name, { timeoutMs, what: `KCM to create ${name}` });
     }
     await waitFor(async () => (await volumesAttached()).length === 2, {
       timeoutMs,
       what: "KCM to report both",
     });
-    await core.patchNodeStatus(
-      { name: NODE, body: { status: { volumesInUse: [CSI_UNIQUE, EBS_UNIQUE] } } },
-      mergePatch,
-    );
+    await setVolumesInUse(core, NODE, [CSI_UNIQUE, EBS_UNIQUE]);
     assert.equal(
       (await storage.readVolumeAttachment({ name: ebsVA })).spec.source.persistentVolumeName,
       "ebs",
@@ -202,17 +139,11 @@ describe("handover from KCM to kvc with an in-tree EBS volume attached", () => {
       timeoutMs,
       what: "the csi pod to be gone",
     });
-    startKvc();
-    await core.patchNodeStatus(
-      {
-        name: NODE,
-        body: { status: { conditions: [{ type: "Ready", status: "Unknown", reason: "Test" }] } },
-      },
-      strategicPatch,
-    );
+    await startKvc();
+    await setNodeReady(core, NODE, "Unknown");
 
     // The control: the unwanted, still mounted volume is force-detached once the wait has run out.
-    await waitFor(async () => (await readAttachment(csiVA)) === undefined, {
+    await waitFor(async () => (await readAttachment(storage, csiVA)) === undefined, {
       timeoutMs,
       what: "kvc to force-detach the unwanted CSI volume",
     });
@@ -220,7 +151,7 @@ describe("handover from KCM to kvc with an in-tree EBS volume attached", () => {
       timeoutMs,
       what: "kvc to drop it from volumesAttached",
     });
-    const ebs = await readAttachment(ebsVA);
+    const ebs = await readAttachment(storage, ebsVA);
     assert.ok(ebs && !ebs.metadata?.deletionTimestamp, "the EBS VolumeAttachment is kept");
     assert.deepEqual(await volumesAttached(), [EBS_UNIQUE], "and the node still lists it");
   });

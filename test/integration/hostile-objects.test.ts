@@ -19,6 +19,7 @@ import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js
 import { abortableRequest } from "../../src/runtime/client.js";
 import { waitFor } from "../../src/util/wait.js";
 import { attachmentName } from "../../src/volume/csi/attachment-name.js";
+import { attachWhenAsked, createManagedNode } from "../support/attach-detach.js";
 import { BINDER_FLAGS, killAllKvc, startKvc, type KvcProcess } from "../support/kvc-process.js";
 
 const NS = "hostile";
@@ -113,7 +114,6 @@ test("a poisoned PV (huge annotation, thousands of labels, absurd capacity) does
 });
 
 const DRIVER = "ebs.csi.aws.com";
-const MANAGED = { "volumes.kubernetes.io/controller-managed-attach-detach": "true" };
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /** A CSI PV of `DRIVER` pre-bound to a new claim, as the binder leaves them. */
@@ -148,19 +148,11 @@ const pod = (name: string, nodeName: string, volumes: V1Volume[]) => ({
 });
 
 /** Plays the external-attacher once the controller has created the VolumeAttachment of `handle`. */
-async function attachWhenAsked(handle: string, node: string): Promise<void> {
+async function attachVolume(handle: string, node: string): Promise<void> {
   const name = attachmentName(handle, DRIVER, node);
-  await waitFor(
-    async () => {
-      try {
-        return await storage.readVolumeAttachment({ name });
-      } catch {
-        return undefined;
-      }
-    },
-    { timeoutMs: 60_000, what: `VolumeAttachment ${name} (kvc logs: ${kvc.logs().slice(-2000)})` },
-  );
-  await storage.patchVolumeAttachmentStatus({ name, body: { status: { attached: true } } }, mergePatch);
+  await attachWhenAsked(storage, name, {
+    what: `VolumeAttachment ${name} (kvc logs: ${kvc.logs().slice(-2000)})`,
+  });
 }
 
 async function reportedAttached(node: string, handle: string): Promise<void> {
@@ -176,9 +168,9 @@ async function reportedAttached(node: string, handle: string): Promise<void> {
 
 test("poisoned pods, PVs, nodes, CSIDrivers and VolumeAttachments do not stop volumes from attaching", async () => {
   const labels = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, `v${i}`]));
-  await core.createNode({ body: { metadata: { name: "node-ok", annotations: MANAGED } } });
+  await createManagedNode(core, "node-ok");
   // A node with thousands of labels and of volumes it claims in use, none of them known.
-  await core.createNode({ body: { metadata: { name: "node-poison", labels, annotations: MANAGED } } });
+  await createManagedNode(core, "node-poison", { labels });
   await core.patchNodeStatus(
     {
       name: "node-poison",
@@ -267,8 +259,8 @@ test("poisoned pods, PVs, nodes, CSIDrivers and VolumeAttachments do not stop vo
       { name: "good", persistentVolumeClaim: { claimName: resolvable } },
     ]),
   });
-  await attachWhenAsked("att-poison", "node-poison");
-  await attachWhenAsked("att-among-many", "node-ok");
+  await attachVolume("att-poison", "node-poison");
+  await attachVolume("att-among-many", "node-ok");
 
   // After all of that, an ordinary pod's CSI volume on the healthy node attaches and is reported.
   const normalClaim = await boundCSIClaim("att-normal");
@@ -276,7 +268,7 @@ test("poisoned pods, PVs, nodes, CSIDrivers and VolumeAttachments do not stop vo
     namespace: NS,
     body: pod("normal", "node-ok", [{ name: "data", persistentVolumeClaim: { claimName: normalClaim } }]),
   });
-  await attachWhenAsked("att-normal", "node-ok");
+  await attachVolume("att-normal", "node-ok");
   await reportedAttached("node-ok", "att-normal");
   await reportedAttached("node-ok", "att-among-many");
   await reportedAttached("node-poison", "att-poison");

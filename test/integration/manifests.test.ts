@@ -1,15 +1,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import {
-  AuthorizationV1Api,
-  CoreV1Api,
-  KubernetesObjectApi,
-  PatchStrategy,
-  setHeaderOptions,
-  StorageV1Api,
-} from "@kubernetes/client-node";
+import { AuthorizationV1Api, CoreV1Api, KubernetesObjectApi, StorageV1Api } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
+import {
+  attachWhenAsked,
+  csiUniqueName,
+  nodeReportsAttached,
+  podWithCSIVolumeOnManagedNode,
+} from "../support/attach-detach.js";
 import { serviceAccountKubeconfig, waitGone } from "../support/api.js";
 import { killAllKvc, startKvc } from "../support/kvc-process.js";
 import { manifestObjects } from "../support/manifests.js";
@@ -146,53 +145,22 @@ describe("manifests/ on the real apiserver", () => {
       );
       // attach: a pod on a managed node gets its CSI volume's VolumeAttachment, and once the (test-played)
       // external-attacher reports it attached, the node's status lists it (patch nodes/status)
-      await core.createNode({
-        body: {
-          metadata: {
-            name: "sa-node",
-            annotations: { "volumes.kubernetes.io/controller-managed-attach-detach": "true" },
-          },
-        },
-      });
-      await core.createPersistentVolume({
-        body: {
-          metadata: { name: "sa-csi" },
-          spec: {
-            capacity: { storage: "1Gi" },
-            accessModes: ["ReadWriteOnce"],
-            storageClassName: "sa-csi",
-            csi: { driver: "sa.csi.example.com", volumeHandle: "sa-disk" },
-          },
-        },
-      });
-      await claim("sa-csi", "sa-csi");
-      await bound("sa-csi");
-      await core.createNamespacedPod({
-        namespace: "default",
-        body: {
-          metadata: { name: "sa-pod" },
-          spec: {
-            nodeName: "sa-node",
-            containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }],
-            volumes: [{ name: "data", persistentVolumeClaim: { claimName: "sa-csi" } }],
-          },
-        },
+      await podWithCSIVolumeOnManagedNode(core, {
+        name: "sa-csi",
+        pod: "sa-pod",
+        node: "sa-node",
+        driver: "sa.csi.example.com",
+        handle: "sa-disk",
+        bound,
       });
       const va = await waitFor(
         async () => (await storage.listVolumeAttachment()).items.find((v) => v.spec.nodeName === "sa-node"),
         { timeoutMs: 60_000, what: `the VolumeAttachment (logs: ${kvc.logs().slice(-1500)})` },
       );
-      await storage.patchVolumeAttachmentStatus(
-        { name: va.metadata!.name!, body: { status: { attached: true } } },
-        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-      );
-      await waitFor(
-        async () =>
-          (await core.readNode({ name: "sa-node" })).status?.volumesAttached?.some(
-            (v) => v.name === "kubernetes.io/csi/sa.csi.example.com^sa-disk",
-          ),
-        { timeoutMs: 60_000, what: "the node status to list the attached volume" },
-      );
+      await attachWhenAsked(storage, va.metadata!.name!);
+      await nodeReportsAttached(core, "sa-node", csiUniqueName("sa.csi.example.com", "sa-disk"), {
+        what: "the node status to list the attached volume",
+      });
       const refused = kvc
         .logs()
         .split("\n")

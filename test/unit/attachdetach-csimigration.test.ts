@@ -77,7 +77,17 @@ function cluster() {
       volumes: [{ name: "data", persistentVolumeClaim: { claimName: "claim" } }],
     },
   });
-  return { pv, lookups, calls, plugins, clock, dsw, asw, pod };
+  return {
+    pv,
+    lookups,
+    calls,
+    plugins,
+    clock,
+    dsw,
+    asw,
+    pod,
+    world: { dsw, asw, plugins, lookups, log: silentLogger },
+  };
 }
 
 /** A managed node as KCM leaves it: the EBS volume attached and mounted. */
@@ -124,8 +134,8 @@ describe("CSI migration in the attach/detach controller", () => {
   test("handover: an EBS attachment KCM left is kept through a NotReady node past the 6-minute wait", async () => {
     const c = cluster();
     const nodes = new Map([["n1", node("n1", true, true)]]);
-    populateActualStateOfWorld([...nodes.values()], [], c.lookups, c.plugins, c.asw, c.dsw, silentLogger);
-    populateDesiredStateOfWorld([c.pod("p", "n1")], nodes, c.dsw, c.asw, c.plugins, c.lookups, silentLogger);
+    populateActualStateOfWorld([...nodes.values()], [], c.world);
+    populateDesiredStateOfWorld([c.pod("p", "n1")], nodes, c.world);
     assert.deepEqual(
       c.dsw.getVolumesToAttach().map((v) => `${v.volumeName}@${v.nodeName}`),
       [`${EBS_NAME}@n1`],
@@ -175,9 +185,9 @@ describe("CSI migration in the attach/detach controller", () => {
       spec: { attacher: "ebs.csi.aws.com", nodeName: "n1", source: { persistentVolumeName: "pv-ebs" } },
       status: { attached: true },
     };
-    populateActualStateOfWorld([...nodes.values()], [va], c.lookups, c.plugins, c.asw, c.dsw, silentLogger);
+    populateActualStateOfWorld([...nodes.values()], [va], c.world);
     assert.equal(c.asw.getAttachState(EBS_NAME, "n1"), "Uncertain");
-    populateDesiredStateOfWorld([c.pod("p", "n2")], nodes, c.dsw, c.asw, c.plugins, c.lookups, silentLogger);
+    populateDesiredStateOfWorld([c.pod("p", "n2")], nodes, c.world);
     const executor = new OperationExecutor({
       plugins: c.plugins,
       asw: c.asw,

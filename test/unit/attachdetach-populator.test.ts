@@ -101,7 +101,7 @@ function cluster() {
     return p;
   };
   const process = (p: V1Pod, add = true) => {
-    processPodVolumes(p, add, dsw, plugins, lookups, silentLogger);
+    processPodVolumes(p, add, { dsw, plugins, lookups, log: silentLogger });
   };
   const populator = () =>
     new DesiredStateOfWorldPopulator({
@@ -136,6 +136,7 @@ function cluster() {
     process,
     populator,
     podsOn,
+    world: { dsw, asw, plugins, lookups, log: silentLogger },
   };
 }
 
@@ -330,7 +331,7 @@ describe("start-up recovery", () => {
       }),
       { metadata: { name: "unmanaged" } },
     ];
-    populateActualStateOfWorld(nodes, [], c.lookups, c.plugins, c.asw, c.dsw, silentLogger);
+    populateActualStateOfWorld(nodes, [], c.world);
     assert.equal(c.asw.getAttachState(testUniqueName("a"), "n1"), "Attached");
     assert.equal(c.asw.getAttachState(testUniqueName("b"), "n1"), "Attached");
     const mounted = Object.fromEntries(
@@ -342,15 +343,7 @@ describe("start-up recovery", () => {
 
     c.pod("p1", "n1", [c.boundClaim("a")]);
     const byName = new Map(nodes.map((n) => [n.metadata?.name ?? "", n]));
-    populateDesiredStateOfWorld(
-      [...c.pods.values()],
-      byName,
-      c.dsw,
-      c.asw,
-      c.plugins,
-      c.lookups,
-      silentLogger,
-    );
+    populateDesiredStateOfWorld([...c.pods.values()], byName, c.world);
     assert.deepEqual(c.podsOn("n1"), [`p1:${testUniqueName("a")}`]);
     const [a] = c.asw.getAttachedVolumesForNode("n1").filter((v) => v.volumeName === testUniqueName("a"));
     assert.equal(a?.volumeSpec?.persistentVolume?.metadata?.name, "pv-a", "the spec is filled in");
@@ -374,11 +367,7 @@ describe("start-up recovery", () => {
         va(undefined, "n1", true),
         va("pv-gone", "n1", true),
       ],
-      c.lookups,
-      c.plugins,
-      c.asw,
-      c.dsw,
-      silentLogger,
+      c.world,
     );
     assert.equal(c.asw.getAttachState(testUniqueName("listed"), "n1"), "Attached");
     assert.equal(c.asw.getAttachState(testUniqueName("unlisted"), "n1"), "Uncertain");
@@ -407,23 +396,11 @@ describe("start-up recovery", () => {
     populateActualStateOfWorld(
       nodes,
       [va("pv-wanted-va", "n1", false), va("pv-dangling-va", "n1", true)],
-      c.lookups,
-      c.plugins,
-      c.asw,
-      c.dsw,
-      silentLogger,
+      c.world,
     );
     c.pod("p1", "n1", ["claim-wanted-va"]);
     const byName = new Map(nodes.map((n) => [n.metadata?.name ?? "", n]));
-    populateDesiredStateOfWorld(
-      [...c.pods.values()],
-      byName,
-      c.dsw,
-      c.asw,
-      c.plugins,
-      c.lookups,
-      silentLogger,
-    );
+    populateDesiredStateOfWorld([...c.pods.values()], byName, c.world);
 
     const executor = new OperationExecutor({
       plugins: c.plugins,

@@ -2,13 +2,13 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1PersistentVolumeClaim, V1Pod, V1Volume } from "@kubernetes/client-node";
 import {
-  ephemeralClaimName,
-  isPodTerminated,
   podIsShutDown,
-  podPVCKeys,
   podUsesPVCForDeletion,
   podUsesPVCForUnusedSince,
 } from "../../src/protection/pod-usage.js";
+import { podPVCKeys } from "../../src/volume/common/common.js";
+import { ephemeralClaimName } from "../../src/volume/ephemeral.js";
+import { isPodTerminated } from "../../src/volume/util/pod.js";
 
 const ns = "default";
 

@@ -37,7 +37,7 @@ import type { BinderApi } from "../../src/persistentvolume/binder-api.js";
 import type { Lister } from "../../src/persistentvolume/binder-context.js";
 import { PersistentVolumeController } from "../../src/persistentvolume/pv-controller.js";
 import type { CsiMigration } from "../../src/volume/csimigration/plugin-manager.js";
-import { POD_PVC_INDEX, podPVCKeys } from "../../src/protection/pod-usage.js";
+import { POD_PVC_INDEX, podPVCKeys } from "../../src/volume/common/common.js";
 import { VolumePluginManager } from "../../src/volume/plugin-manager.js";
 import type {
   DeletableVolumePlugin,

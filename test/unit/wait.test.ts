@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { abortedWhen, waitFor } from "../../src/util/wait.js";
+import { FakeClock } from "../../src/runtime/clock.js";
+import { abortedWhen, until, waitFor } from "../../src/util/wait.js";
 
 test("waitFor returns the first truthy value the check produces", async () => {
   let calls = 0;
@@ -48,4 +49,61 @@ test("abortedWhen aborts with the reason built from the settled value, or withou
   assert.equal((resolved.reason as Error).message, "exited 3");
   assert.equal((rejected.reason as Error).message, "exited undefined");
   assert.equal(pending.aborted, false);
+});
+
+test("until runs at once, then a period after each run ends, and resolves when its signal aborts", async () => {
+  const clock = new FakeClock();
+  const ac = new AbortController();
+  const runs: number[] = [];
+  const done = until(
+    () => {
+      runs.push(clock.now());
+    },
+    100,
+    { clock, signal: ac.signal },
+  );
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+  await settle();
+  assert.deepEqual(runs, [0]);
+  clock.advance(99);
+  await settle();
+  assert.deepEqual(runs, [0], "not before the period");
+  clock.advance(1);
+  await settle();
+  clock.advance(100);
+  await settle();
+  assert.deepEqual(runs, [0, 100, 200]);
+  ac.abort();
+  await done;
+  clock.advance(1_000);
+  await settle();
+  assert.deepEqual(runs, [0, 100, 200], "no run after the abort");
+  assert.equal(clock.pendingTimers, 0, "its timer is cancelled");
+});
+
+test("until ends with the error its function throws", async () => {
+  const clock = new FakeClock();
+  await assert.rejects(
+    until(
+      () => {
+        throw new Error("broken");
+      },
+      100,
+      { clock, signal: new AbortController().signal },
+    ),
+    /broken/,
+  );
+});
+
+test("waitFor keeps its deadline on the clock it is given", async () => {
+  const clock = new FakeClock();
+  let checks = 0;
+  const pending = waitFor(() => (++checks, false), { timeoutMs: 300, intervalMs: 100, what: "x", clock });
+  const rejected = assert.rejects(pending, /timed out after 300 ms waiting for x/);
+  for (let i = 0; i < 3; i++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    clock.advance(100);
+  }
+  await rejected;
+  assert.equal(checks, 4, "at 0, 100, 200 and 300 ms");
 });

@@ -67,7 +67,7 @@ export interface PodToAdd {
 interface VolumeEntry {
   readonly spec: VolumeSpec;
   multiAttachErrorReported: boolean;
-  /** By unique pod name (the pod UID). */
+  /** By pod UID (upstream UniquePodName). */
   readonly scheduledPods: Map<string, V1Pod>;
 }
 
@@ -95,7 +95,7 @@ export class DesiredStateOfWorld {
    * name. Re-adding a pod keeps the first pod object and spec. Throws when the node is not managed or
    * no plugin attaches the spec.
    */
-  addPod(podName: string, pod: V1Pod, volumeSpec: VolumeSpec, nodeName: string): string {
+  addPod(podUID: string, pod: V1Pod, volumeSpec: VolumeSpec, nodeName: string): string {
     const volumes = this.#nodes.get(nodeName);
     if (!volumes) throw new Error(`no node with the name "${nodeName}" exists in the list of managed nodes`);
     const { volumeName } = resolveAttachableVolume(this.#plugins, volumeSpec);
@@ -104,7 +104,7 @@ export class DesiredStateOfWorld {
       volume = { spec: volumeSpec, multiAttachErrorReported: false, scheduledPods: new Map() };
       volumes.set(volumeName, volume);
     }
-    if (!volume.scheduledPods.has(podName)) volume.scheduledPods.set(podName, pod);
+    if (!volume.scheduledPods.has(podUID)) volume.scheduledPods.set(podUID, pod);
     return volumeName;
   }
 
@@ -124,10 +124,10 @@ export class DesiredStateOfWorld {
   }
 
   /** Removes the pod from the volume on the node, and the volume with its last pod. */
-  deletePod(podName: string, volumeName: string, nodeName: string): void {
+  deletePod(podUID: string, volumeName: string, nodeName: string): void {
     const volumes = this.#nodes.get(nodeName);
     const volume = volumes?.get(volumeName);
-    if (!volume?.scheduledPods.delete(podName)) return;
+    if (!volume?.scheduledPods.delete(podUID)) return;
     if (volume.scheduledPods.size === 0) volumes?.delete(volumeName);
   }
 
@@ -164,14 +164,14 @@ export class DesiredStateOfWorld {
   }
 
   /**
-   * Every pod in the DSW by unique pod name, for the populator to find pods gone from the informer.
+   * Every pod in the DSW by UID (upstream UniquePodName), for the populator to find pods gone from the informer.
    * As upstream, a pod using several volumes appears once, with the last of its volumes.
    */
   getPodToAdd(): Map<string, PodToAdd> {
     const pods = new Map<string, PodToAdd>();
     for (const [nodeName, volumes] of this.#nodes) {
       for (const [volumeName, volume] of volumes) {
-        for (const [podName, pod] of volume.scheduledPods) pods.set(podName, { pod, volumeName, nodeName });
+        for (const [podUID, pod] of volume.scheduledPods) pods.set(podUID, { pod, volumeName, nodeName });
       }
     }
     return pods;

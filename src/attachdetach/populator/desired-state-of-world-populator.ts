@@ -1,7 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { sleep, type Clock } from "../../runtime/clock.js";
+import type { Clock } from "../../runtime/clock.js";
+import { until } from "../../util/wait.js";
 import type { LogSink } from "../../runtime/logger.js";
-import { isPodTerminated } from "../../protection/pod-usage.js";
+import { isPodTerminated } from "../../volume/util/pod.js";
 import type { AttachablePluginFinder, DesiredStateOfWorld } from "../cache/desired-state-of-world.js";
 import { processPodVolumes, type VolumeLookups } from "../util.js";
 
@@ -36,14 +37,13 @@ export class DesiredStateOfWorldPopulator {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      this.populate();
-      try {
-        await sleep(this.#o.clock, this.#o.loopPeriodMs, signal);
-      } catch {
-        return; // aborted
-      }
-    }
+    await until(
+      () => {
+        this.populate();
+      },
+      this.#o.loopPeriodMs,
+      { clock: this.#o.clock, signal },
+    );
   }
 
   /** One pass (upstream populatorLoopFunc). */
@@ -86,7 +86,7 @@ export class DesiredStateOfWorldPopulator {
     this.#lastListPods = this.#o.clock.now();
     for (const pod of this.#o.pods.list()) {
       if (isPodTerminated(pod)) continue;
-      processPodVolumes(pod, true, this.#o.dsw, this.#o.plugins, this.#o.lookups, this.#o.log);
+      processPodVolumes(pod, true, this.#o);
     }
   }
 }

@@ -5,7 +5,7 @@ import {
   type V1AttachedVolume,
   type V1Node,
 } from "@kubernetes/client-node";
-import { errorMessage, isNotFound } from "../../runtime/api-errors.js";
+import { isNotFound } from "../../runtime/api-errors.js";
 import type { LogSink } from "../../runtime/logger.js";
 import type { ActualStateOfWorld } from "../cache/actual-state-of-world.js";
 import type { NodeStatusUpdater } from "../reconciler.js";
@@ -78,10 +78,7 @@ export class APINodeStatusUpdater implements NodeStatusUpdater {
         return;
       }
       this.#o.asw.setNodeStatusUpdateNeeded(nodeName);
-      this.#o.log.info(
-        { node: nodeName, err: errorMessage(err) },
-        "Could not update node status; re-marking for update",
-      );
+      this.#o.log.info({ node: nodeName, err }, "Could not update node status; re-marking for update");
       throw err;
     }
   }

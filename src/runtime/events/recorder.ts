@@ -6,7 +6,7 @@ import {
   type CoreV1Event,
   type V1ObjectReference,
 } from "@kubernetes/client-node";
-import { apiStatus, errorMessage, isAlreadyExists, isNotFound } from "../api-errors.js";
+import { apiStatus, isAlreadyExists, isNotFound } from "../api-errors.js";
 import { sleep, type Clock } from "../clock.js";
 import {
   EventCorrelator,
@@ -96,7 +96,7 @@ export class EventRecorder {
         this.#startWriting();
       }
     } catch (err) {
-      this.#log.error({ type, reason, message, err: errorMessage(err) }, "Unable to record event");
+      this.#log.error({ type, reason, message, err }, "Unable to record event");
     }
   }
 
@@ -199,7 +199,7 @@ export class EventRecorder {
         this.#log.error(
           {
             ...describe(event),
-            err: errorMessage(err),
+            err,
           },
           "Unable to write event (may retry after sleeping)",
         );
@@ -210,7 +210,7 @@ export class EventRecorder {
       this.#log[expected ? "debug" : "error"](
         {
           ...describe(event),
-          err: errorMessage(err),
+          err,
         },
         "Server rejected event (will not retry!)",
       );

@@ -1,4 +1,4 @@
-export { Backoff, type BackoffOptions } from "./backoff.js";
+export { ExponentialBackoffManager, type ExponentialBackoffManagerOptions } from "./backoff-manager.js";
 export { clientListWatch, type ClientListWatchOptions } from "./client-list-watch.js";
 export { InformerFactory, type ClusterScope, type InformerFactoryOptions } from "./informer-factory.js";
 export type {

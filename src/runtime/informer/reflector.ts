@@ -1,7 +1,7 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { isGone } from "../api-errors.js";
 import { sleep, type Clock } from "../clock.js";
-import { Backoff } from "./backoff.js";
+import { ExponentialBackoffManager } from "./backoff-manager.js";
 import type { ListerWatcher, WatchStatus } from "./list-watch.js";
 import type { LogSink as LogSink } from "../logger.js";
 
@@ -64,7 +64,7 @@ export class Reflector<T extends KubernetesObject> {
   readonly #stallTimeoutMs: number;
   readonly #minWatchTimeoutMs: number;
   readonly #random: () => number;
-  readonly #backoff: Backoff;
+  readonly #backoff: ExponentialBackoffManager;
   #resourceVersion = "";
   /** Whether a watch made progress since the last list began: a 410 before that waits out a backoff. */
   #progressed = false;
@@ -79,7 +79,7 @@ export class Reflector<T extends KubernetesObject> {
     this.#stallTimeoutMs = opts.stallTimeoutMs ?? 180_000;
     this.#minWatchTimeoutMs = opts.minWatchTimeoutMs ?? 300_000;
     this.#random = opts.random ?? Math.random;
-    this.#backoff = new Backoff({ clock: opts.clock, random: this.#random });
+    this.#backoff = new ExponentialBackoffManager({ clock: opts.clock, random: this.#random });
   }
 
   /** The resourceVersion the next watch starts from. */

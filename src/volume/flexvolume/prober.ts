@@ -149,7 +149,7 @@ export class FlexVolumeProber implements DynamicPluginProber {
       backoff.update(this.#clock.now());
       this.#failed.set(directory, backoff);
       this.#o.log.error(
-        { driver: driverNameOf(directory), err: errorMessage(err), retryAfterMs: backoff.durationMs },
+        { driver: driverNameOf(directory), err, retryAfterMs: backoff.durationMs },
         "error creating Flexvolume plugin from directory, skipping",
       );
       return undefined;

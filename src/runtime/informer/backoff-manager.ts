@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.js";
 
-export interface BackoffOptions {
+export interface ExponentialBackoffManagerOptions {
   clock: Clock;
   initialMs?: number;
   /** Cap of the base delay; jitter comes on top, so a delay is at most maxMs * (1 + jitter). */
@@ -14,11 +14,12 @@ export interface BackoffOptions {
 }
 
 /**
- * client-go's exponential backoff manager as the reflector uses it: 800 ms doubling to a 30 s cap,
- * jitter 1.0, reset after 2 minutes without a failure. It has no step limit: a reflector never stops
- * retrying.
+ * client-go's wait.NewExponentialBackoffManager as the reflector uses it: 800 ms doubling to a 30 s
+ * cap, jitter 1.0, reset after 2 minutes without a failure. It has no step limit: a reflector never
+ * stops retrying. (Not util/exponential-backoff's ExponentialBackoff, which is goroutinemap's
+ * per-operation "no retries permitted until".)
  */
-export class Backoff {
+export class ExponentialBackoffManager {
   readonly #clock: Clock;
   readonly #initialMs: number;
   readonly #maxMs: number;
@@ -37,7 +38,7 @@ export class Backoff {
     jitter = 1,
     resetAfterMs = 120_000,
     random = Math.random,
-  }: BackoffOptions) {
+  }: ExponentialBackoffManagerOptions) {
     this.#clock = clock;
     this.#initialMs = initialMs;
     this.#maxMs = maxMs;
