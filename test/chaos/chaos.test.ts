@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { runChaos, summarize } from "./run.js";
 
@@ -20,6 +23,7 @@ test("chaos: no invariant breaks under kills, pauses, restarts, partitions and w
     renewDeadlineMs: 3000,
     retryPeriodMs: 500,
     settleTimeoutMs: 90_000,
+    logDir: mkdtempSync(join(tmpdir(), "kvc-chaos-logs-")),
     log: (line) => {
       console.log(line);
     },

@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { probe } from "../../src/controlplane/https-probe.js";
 import type { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
@@ -23,6 +24,8 @@ export class Replica {
     readonly proxy: TcpProxy,
     readonly kubeconfig: string,
     readonly args: readonly string[],
+    /** Each process's log is written here (`<name>.log`, appended) once it exits. */
+    readonly logDir: string,
   ) {}
 
   /** Starts kvc, and again each time it exits until stop(). */
@@ -36,7 +39,11 @@ export class Replica {
       },
     );
     this.process = p;
-    void p.exited.then(() => {
+    void p.exited.then(([code, signal]) => {
+      appendFileSync(
+        join(this.logDir, `${this.name}.log`),
+        `${p.logs()}--- exited: code ${String(code)}, signal ${String(signal)} at ${new Date().toISOString()}\n`,
+      );
       if (this.#stopping) return;
       this.restarts++;
       void this.start();

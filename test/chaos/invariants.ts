@@ -250,11 +250,16 @@ export function checkSettled(world: World, events: readonly Explanation[]): Viol
         (v) => v.name === uniqueVolumeName(pv),
       );
       if (!va?.status?.attached || !reported) {
+        const elsewhere = [...world.Node.values()]
+          .filter((n) => (n.status?.volumesAttached ?? []).some((v) => v.name === uniqueVolumeName(pv)))
+          .map((n) => n.metadata?.name);
         report(
           "attachment-settled",
           `pod ${keyOf(pod)} wants ${pvName} on ${node}: ${
             va ? (va.status?.attached ? "attached" : "not attached") : "no VolumeAttachment"
-          }, ${reported ? "" : "not "}reported in the node's volumesAttached`,
+          }, ${reported ? "" : "not "}reported in the node's volumesAttached (reported by: ${
+            elsewhere.join(", ") || "none"
+          })`,
         );
       }
     }

@@ -1,4 +1,6 @@
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import yargs from "yargs";
 import { hideBin } from "yargs/helpers";
@@ -34,6 +36,8 @@ export interface ChaosOptions {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /** Where the replicas' logs go. */
+  logDir: string;
   /** Per round: how long the cluster may take to settle. */
   settleTimeoutMs: number;
   log: (line: string) => void;
@@ -62,6 +66,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const t0 = Date.now();
   const random = mulberry32(o.seed);
   const cp = await LocalControlPlane.start({ audit: true, onProgress: o.log });
+  o.log(`replica logs in ${o.logDir}`);
   const ac = new AbortController();
   const replicas: Replica[] = [];
   const proxies: TcpProxy[] = [];
@@ -98,7 +103,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     for (const name of ["replica-a", "replica-b"]) {
       const proxy = await TcpProxy.start(cp.apiserverPort);
       proxies.push(proxy);
-      const r = new Replica(name, proxy, cp.kubeconfigPath, args);
+      const r = new Replica(name, proxy, cp.kubeconfigPath, args, o.logDir);
       replicas.push(r);
       await r.start();
     }
@@ -294,6 +299,7 @@ async function main(): Promise<void> {
       "retry-period": { type: "number", default: 500, describe: "ms" },
       "settle-timeout": { type: "number", default: 180_000, describe: "ms, per round" },
       out: { type: "string", describe: "write the report as JSON here" },
+      "log-dir": { type: "string", describe: "the replicas' logs (default: a new temporary directory)" },
     })
     .strict()
     .parseAsync();
@@ -315,6 +321,7 @@ async function main(): Promise<void> {
     renewDeadlineMs: argv["renew-deadline"],
     retryPeriodMs: argv["retry-period"],
     settleTimeoutMs: argv["settle-timeout"],
+    logDir: argv["log-dir"] ?? mkdtempSync(join(tmpdir(), "kvc-chaos-logs-")),
     log: (line) => {
       console.error(`[chaos ${new Date().toISOString()}] ${line}`);
     },

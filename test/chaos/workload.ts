@@ -7,6 +7,7 @@ import {
   type V1PersistentVolumeClaim,
   type V1Pod,
 } from "@kubernetes/client-node";
+import { isNotFound } from "../../src/runtime/api-errors.js";
 import type { World } from "./history.js";
 import { PROVISIONER } from "./stand-ins.js";
 
@@ -44,6 +45,7 @@ export class Workload {
   readonly #storage: StorageV1Api;
   readonly #nodes: string[];
   #serial = 0;
+  readonly #pods = new Map<string, { claim: string; node: string }>();
 
   constructor(
     kc: KubeConfig,
@@ -121,16 +123,20 @@ export class Workload {
     return xs[Math.floor(this.o.random() * xs.length)]!;
   }
 
+  /** The live pods it made. Its own record, not the watch cache: a pod just created may not be there yet. */
   #ownPods(): V1Pod[] {
-    return [...this.world.Pod.values()].filter(
-      (p) => p.metadata?.name?.startsWith("chaos-") && !p.metadata.deletionTimestamp,
-    );
+    return [...this.#pods.entries()].map(([name, { claim, node }]) => ({
+      metadata: { name },
+      spec: {
+        nodeName: node,
+        containers: [],
+        volumes: [{ name: "data", persistentVolumeClaim: { claimName: claim } }],
+      },
+    }));
   }
 
-  #usedBy(claim: string): V1Pod | undefined {
-    return this.#ownPods().find((p) =>
-      p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim),
-    );
+  #usedBy(claim: string): boolean {
+    return [...this.#pods.values()].some((p) => p.claim === claim);
   }
 
   #boundCsiClaims(): V1PersistentVolumeClaim[] {
@@ -190,6 +196,9 @@ export class Workload {
   async #createPod(claim: V1PersistentVolumeClaim, node: string): Promise<string> {
     const name = `chaos-pod-${++this.#serial}`;
     const claimName = claim.metadata?.name ?? "";
+    // Recorded first: a create that failed on the client may still have happened (a fault mid-request),
+    // and a claim must never get a second pod on another node.
+    this.#pods.set(name, { claim: claimName, node });
     await this.#core.createNamespacedPod({
       namespace: NAMESPACE,
       body: {
@@ -206,7 +215,12 @@ export class Workload {
 
   async #deletePod(pod: V1Pod): Promise<string> {
     const name = pod.metadata?.name ?? "";
-    await this.#core.deleteNamespacedPod({ namespace: NAMESPACE, name, gracePeriodSeconds: 0 });
+    try {
+      await this.#core.deleteNamespacedPod({ namespace: NAMESPACE, name, gracePeriodSeconds: 0 });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    this.#pods.delete(name);
     return `delete pod ${name}`;
   }
 
