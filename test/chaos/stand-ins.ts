@@ -34,9 +34,9 @@ async function loop(step: () => Promise<void>, intervalMs: number, signal: Abort
 }
 
 /**
- * A kubelet for every node: a volume is in use (status.volumesInUse) once a pod on the node uses it
- * and its VolumeAttachment is attached, and stays in use until no pod on the node uses it; recycler
- * pods run to completion.
+ * A kubelet for every node: a volume is in use (status.volumesInUse) once a pod on the node uses it,
+ * the node's status reports it attached and its VolumeAttachment is attached, and stays in use until
+ * no pod on the node uses it; recycler pods run to completion.
  */
 export function runKubelets(
   kc: KubeConfig,
@@ -64,14 +64,25 @@ export function runKubelets(
             const va = [...world.VolumeAttachment.values()].find(
               (x) => x.spec.nodeName === name && x.spec.source.persistentVolumeName === pv.metadata?.name,
             );
-            if (va?.status?.attached && !va.metadata?.deletionTimestamp) mountable.add(unique);
+            // As the kubelet's VerifyControllerAttachedVolume: the controller reports it attached to
+            // this node, and the CSI attachment is done.
+            const reported = (node.status?.volumesAttached ?? []).some((a) => a.name === unique);
+            if (reported && va?.status?.attached && !va.metadata?.deletionTimestamp) mountable.add(unique);
           }
         }
         const current = node.status?.volumesInUse ?? [];
         const next = [...new Set([...current.filter((u) => wanted.has(u)), ...mountable])].sort();
         if (JSON.stringify(next) === JSON.stringify([...current].sort())) continue;
+        // With the resourceVersion it decided on: a controller that removed the volume from
+        // volumesAttached since (before it detaches) makes this a conflict, retried on fresh state.
         await core.patchNodeStatus(
-          { name, body: { status: { volumesInUse: next.length > 0 ? next : null } } },
+          {
+            name,
+            body: {
+              metadata: { resourceVersion: node.metadata?.resourceVersion },
+              status: { volumesInUse: next.length > 0 ? next : null },
+            },
+          },
           mergePatch,
         );
       }
