@@ -16,20 +16,15 @@ import { runInNewContext } from "node:vm";
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { VolumeIndex } from "../src/persistentvolume/volume-index.js";
 import { bucketByAccessModes, findBestMatchLinear } from "../test/unit/matcher-reference.js";
+import { mulberry32 } from "../test/support/random.js";
 
 const SIZES = [1_000, 10_000, 100_000];
 const INDEX_LOOKUPS = 20_000;
 /** The linear matchers scan every PV, so they get a fixed time budget's worth of lookups. */
 const LINEAR_LOOKUPS = (pvs: number): number => Math.max(50, Math.min(2_000, 2e7 / pvs));
 
-// Deterministic runs: mulberry32.
-let seed = 42;
-function random(): number {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
+// Deterministic runs.
+let random = mulberry32(42);
 function oneOf<T>(values: readonly T[]): T {
   return values[Math.floor(random() * values.length)]!;
 }
@@ -214,7 +209,7 @@ const UPSTREAM = "FindMatchingVolume (Go, upstream)";
 let goVersion = "";
 const rows: Row[] = [];
 for (const n of SIZES) {
-  seed = n;
+  random = mulberry32(n);
   const volumes = Array.from({ length: n }, (_, i) => makeVolume(i));
   const claims = Array.from({ length: INDEX_LOOKUPS }, (_, i) => makeClaim(i));
 

@@ -60,6 +60,7 @@ export interface StartupTimes {
 export class LocalControlPlane {
   readonly #kcms = new Set<ManagedProcess>();
   #apiserver: ManagedProcess | undefined;
+  #etcd: ManagedProcess;
   #stopped = false;
 
   private constructor(
@@ -68,11 +69,14 @@ export class LocalControlPlane {
     readonly token: string,
     readonly apiserverPort: number,
     readonly etcdPort: number,
-    readonly etcd: ManagedProcess,
+    readonly etcdPeerPort: number,
+    etcd: ManagedProcess,
     readonly startup: StartupTimes,
     readonly apiserverArgs: readonly string[],
     private readonly removeDirAtExit: () => void,
-  ) {}
+  ) {
+    this.#etcd = etcd;
+  }
 
   static async start(opts: ControlPlaneOptions = {}): Promise<LocalControlPlane> {
     const progress = opts.onProgress ?? (() => {});
@@ -104,7 +108,7 @@ export class LocalControlPlane {
         etcdArgs(dir, etcdPort, peerPort),
         join(dir, "logs", "etcd.log"),
       );
-      await waitReady(etcd, async () => (await probe(`http://127.0.0.1:${etcdPort}/health`)).status === 200);
+      await waitEtcdReady(etcd, etcdPort);
       const startup = { etcdMs: performance.now() - t0, apiserverMs: 0 };
 
       const args = [
@@ -118,6 +122,7 @@ export class LocalControlPlane {
         token,
         apiserverPort,
         etcdPort,
+        peerPort,
         etcd,
         startup,
         args,
@@ -171,6 +176,26 @@ export class LocalControlPlane {
     await this.#startApiServer();
   }
 
+  /** The etcd process (a new one after restartEtcd). */
+  get etcd(): ManagedProcess {
+    return this.#etcd;
+  }
+
+  /**
+   * Stops etcd and starts a new one on the same data directory and ports: the apiserver keeps
+   * running, its requests fail until etcd is back, and its watches are cut (chaos tests).
+   */
+  async restartEtcd(): Promise<void> {
+    await this.#etcd.stop();
+    this.#etcd = new ManagedProcess(
+      "etcd",
+      this.binaries.etcd,
+      etcdArgs(this.dir, this.etcdPort, this.etcdPeerPort),
+      join(this.dir, "logs", "etcd.log"),
+    );
+    await waitEtcdReady(this.#etcd, this.etcdPort);
+  }
+
   /**
    * Starts upstream kube-controller-manager against this apiserver and waits for its /healthz. It is
    * built here, on first use, so that a control plane without it never waits for its build.
@@ -210,7 +235,7 @@ export class LocalControlPlane {
     this.#stopped = true;
     await Promise.all([...this.#kcms].map((k) => k.stop()));
     await this.#apiserver?.stop();
-    await this.etcd.stop();
+    await this.#etcd.stop();
     rmSync(this.dir, { recursive: true, force: true });
     this.removeDirAtExit();
   }
@@ -299,6 +324,10 @@ function auditFlags(dir: string): string[] {
     // Each event is written before the response is sent: a test that saw the answer finds the entry.
     "--audit-log-mode=blocking",
   ];
+}
+
+async function waitEtcdReady(etcd: ManagedProcess, port: number): Promise<void> {
+  await waitReady(etcd, async () => (await probe(`http://127.0.0.1:${port}/health`)).status === 200);
 }
 
 /** Polls `ready` until it passes; fails at once if the process exits first. */

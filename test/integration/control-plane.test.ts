@@ -213,6 +213,25 @@ describe("local control plane", () => {
     assert.equal((await storage.readVolumeAttachment({ name: "keep-va" })).spec.nodeName, "keep-node");
   });
 
+  test("objects survive an etcd restart under the running apiserver, which serves again", async () => {
+    await core.createPersistentVolume({ body: pv("etcd-keep-pv", "keep") });
+    const before = await core.readPersistentVolume({ name: "etcd-keep-pv" });
+    const oldPid = cp.etcd.pid;
+    await cp.restartEtcd();
+    assert.notEqual(cp.etcd.pid, oldPid);
+    // The apiserver reconnects by itself; its readiness may lag etcd's by a moment.
+    const after = await waitFor(() => core.readPersistentVolume({ name: "etcd-keep-pv" }), {
+      timeoutMs: 60_000,
+      what: "the apiserver to read from the restarted etcd",
+    });
+    assert.equal(after.metadata?.resourceVersion, before.metadata?.resourceVersion);
+    await core.createPersistentVolume({ body: pv("etcd-new-pv", "keep") });
+    assert.ok(
+      Number(after.metadata?.resourceVersion) <
+        Number((await core.readPersistentVolume({ name: "etcd-new-pv" })).metadata?.resourceVersion),
+    );
+  });
+
   test("upstream kube-controller-manager with only its PV binder binds a pre-created PV/PVC pair", async () => {
     await core.createPersistentVolume({ body: pv("kcm-pv", "kcm") });
     await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: pvc("kcm-pvc", "kcm") });

@@ -77,7 +77,7 @@ test("the README's run command in a terminal: the demo settles on the live table
     assert.ok(line, `the explain line is printed:\n${screen.slice(0, 3000)}`);
     const explained = await promisify(execFile)(
       process.execPath,
-      ["--import", "tsx", join(root, "src/cli.ts"), ...line.split(" ").slice(1), "-o", "json"],
+      ["--import", "tsx", join(root, "src/app/cli.ts"), ...line.split(" ").slice(1), "-o", "json"],
       { cwd: root, env: { ...process.env, KUBECONFIG: kubeconfig } },
     );
     const report = JSON.parse(explained.stdout) as { conclusion: { kind: string } };

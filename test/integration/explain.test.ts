@@ -18,7 +18,7 @@ import { explainVolume } from "../../src/explain/volume.js";
 import { waitFor } from "../../src/util/wait.js";
 import { BINDER_FLAGS, killAllKvc, startKvc } from "../support/kvc-process.js";
 
-const cli = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
+const cli = fileURLToPath(new URL("../../src/app/cli.ts", import.meta.url));
 const run = promisify(execFile);
 
 describe("kvc explain pvc on the real control plane", () => {

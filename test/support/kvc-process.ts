@@ -1,12 +1,23 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { probe } from "../../src/controlplane/https-probe.js";
 import { freePort } from "../../src/controlplane/ports.js";
 import { abortedWhen, waitFor } from "../../src/util/wait.js";
+import { imageEntrypoint } from "./image.js";
 
-const cli = fileURLToPath(new URL("../../src/app/cli.ts", import.meta.url));
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const cli = join(root, "src/app/cli.ts");
+
+export interface StartKvcOptions {
+  /**
+   * Run the compiled dist/ (`npm run build` first) with the image's Node options, as the image's
+   * ENTRYPOINT does, instead of the sources through tsx.
+   */
+  compiled?: boolean;
+}
 
 export interface KvcProcess {
   child: ChildProcess;
@@ -38,14 +49,17 @@ export async function startKvc(
   kubeconfig: string,
   args: readonly string[] = [],
   env: Record<string, string> = {},
+  opts: StartKvcOptions = {},
 ): Promise<KvcProcess> {
   const port = await freePort();
+  const [, ...image] = imageEntrypoint();
+  const script = opts.compiled
+    ? [...image.slice(0, -1), join(root, image.at(-1) ?? "")]
+    : ["--import", "tsx", cli];
   const child = spawn(
     process.execPath,
     [
-      "--import",
-      "tsx",
-      cli,
+      ...script,
       "run",
       `--kubeconfig=${kubeconfig}`,
       "--bind-address=127.0.0.1",

@@ -1,25 +1,49 @@
 import { once } from "node:events";
 import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 
+/** How a partition looks to the client (see TcpProxy.partition). */
+export type PartitionKind = "drop" | "stall" | "half-open";
+
+interface Pair {
+  client: Socket;
+  upstream: Socket;
+  /** forward: bytes flow; stall: bytes are held until heal(); dead: bytes vanish, forever. */
+  state: "forward" | "stall" | "dead";
+  held: { to: Socket; data: Buffer }[];
+}
+
 /**
- * A loopback TCP proxy to `targetPort` that a test can turn into a black hole: in "blackhole" mode a
- * new connection is accepted, its bytes read and never answered (a hung apiserver, a half-open
- * path). Connections keep the mode they were accepted in, so a client recovers only by giving up on
- * a hung connection and opening a new one.
+ * A loopback TCP proxy to `targetPort` that a test can partition. New connections follow `mode`: in
+ * "blackhole" a connection is accepted, its bytes read and never answered (a hung apiserver, a
+ * half-open path); in "refuse" it is reset at once. Connections keep the mode they were accepted in,
+ * so a client recovers only by giving up on a hung connection and opening a new one.
  */
 export class TcpProxy {
-  mode: "forward" | "blackhole" = "forward";
+  mode: "forward" | "blackhole" | "refuse" = "forward";
   readonly #sockets = new Set<Socket>();
+  readonly #pairs = new Set<Pair>();
   readonly #server = createServer((client) => {
     this.#track(client);
+    if (this.mode === "refuse") {
+      client.resetAndDestroy();
+      return;
+    }
     if (this.mode === "blackhole") {
       client.resume();
       return;
     }
     const upstream = connect(this.targetPort, "127.0.0.1");
     this.#track(upstream);
-    client.pipe(upstream).pipe(client);
+    const pair: Pair = { client, upstream, state: "forward", held: [] };
+    this.#pairs.add(pair);
+    const relay = (to: Socket) => (data: Buffer) => {
+      if (pair.state === "forward") to.write(data);
+      else if (pair.state === "stall") pair.held.push({ to, data });
+    };
+    client.on("data", relay(upstream));
+    upstream.on("data", relay(client));
     const end = () => {
+      this.#pairs.delete(pair);
       client.destroy();
       upstream.destroy();
     };
@@ -38,6 +62,43 @@ export class TcpProxy {
 
   get port(): number {
     return (this.#server.address() as AddressInfo).port;
+  }
+
+  /**
+   * Partitions the client from the target until heal():
+   * - drop: open connections are reset, new ones refused (a crashed path; clients see errors at once);
+   * - stall: open connections hold their bytes, delivered late on heal(); new ones hang;
+   * - half-open: open connections swallow bytes both ways without a FIN or reset, even after heal()
+   *   (the peer is gone, the socket does not know); new ones hang.
+   */
+  partition(kind: PartitionKind): void {
+    this.mode = kind === "drop" ? "refuse" : "blackhole";
+    for (const p of this.#pairs) {
+      if (kind === "drop") {
+        p.client.resetAndDestroy();
+        p.upstream.destroy();
+      } else if (p.state === "forward") {
+        p.state = kind === "stall" ? "stall" : "dead";
+      }
+    }
+  }
+
+  /** New connections are forwarded again; stalled ones deliver what they held and resume. */
+  heal(): void {
+    this.mode = "forward";
+    for (const p of this.#pairs) {
+      if (p.state !== "stall") continue;
+      p.state = "forward";
+      for (const { to, data } of p.held.splice(0)) to.write(data);
+    }
+  }
+
+  /** Closes every open connection (watch streams cut), leaving new ones to `mode`. */
+  cut(): void {
+    for (const p of this.#pairs) {
+      p.client.destroy();
+      p.upstream.destroy();
+    }
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,334 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import yargs from "yargs";
+import { hideBin } from "yargs/helpers";
+import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
+import { silentLogger } from "../../src/runtime/logger.js";
+import { startExternalAttacher } from "../../src/dev/external-attacher.js";
+import { waitFor } from "../../src/util/wait.js";
+import { readAuditLog, type AuditEvent } from "../support/audit.js";
+import { killAllKvc } from "../support/kvc-process.js";
+import { mulberry32 } from "../support/random.js";
+import { TcpProxy } from "../support/tcp-proxy.js";
+import { FAULT_KINDS, inject, Replica, type FaultKind, type InjectedFault } from "./faults.js";
+import { isLeaderElectionWrite, replicaOf } from "./history.js";
+import { checkHistory, checkObservations, checkSettled, type Violation } from "./invariants.js";
+import { Recorder } from "./recorder.js";
+import { CSI_DRIVER, runExternalProvisioner, runKubelets } from "./stand-ins.js";
+import { NAMESPACE, Workload } from "./workload.js";
+
+/*
+ * `npm run chaos`: two kvc replicas (compiled dist/, leader election) on the real control plane under
+ * a seeded workload, one fault per round at a seeded point of it, the invariants checked after every
+ * round and over the whole recorded history at the end. Exits non-zero on any violation.
+ */
+
+export interface ChaosOptions {
+  seed: number;
+  claims: number;
+  pods: number;
+  moves: number;
+  nodes: number;
+  faults: Record<FaultKind, number>;
+  /** Leader election timings (ms): lease, renew deadline, retry period. */
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  /** Where the replicas' logs go. */
+  logDir: string;
+  /** Per round: how long the cluster may take to settle. */
+  settleTimeoutMs: number;
+  log: (line: string) => void;
+}
+
+export interface FaultRecord extends InjectedFault {
+  /** From the fault to the first write kvc got applied (by a new leader, after a leader fault). */
+  firstWriteMs?: number;
+  settledMs?: number;
+}
+
+export interface ChaosReport {
+  seed: number;
+  durationMs: number;
+  claimsCreated: number;
+  movesDone: number;
+  faults: FaultRecord[];
+  restarts: number;
+  conflicts: number;
+  /** What the invariants were checked over: watched object states, kvc's applied writes, lease terms. */
+  observed: { states: number; kvcWrites: number; terms: number };
+  violations: Violation[];
+}
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
+  const t0 = Date.now();
+  const random = mulberry32(o.seed);
+  const cp = await LocalControlPlane.start({ audit: true, onProgress: o.log });
+  o.log(`replica logs in ${o.logDir}`);
+  const ac = new AbortController();
+  const replicas: Replica[] = [];
+  const proxies: TcpProxy[] = [];
+  const lease = { namespace: NAMESPACE, name: "kube-volume-controller" };
+  try {
+    const kc = cp.kubeConfig();
+    const recorder = new Recorder(kc, silentLogger, lease);
+    await recorder.start(ac.signal);
+    const workload = new Workload(kc, recorder.world, {
+      claims: o.claims,
+      pods: o.pods,
+      moves: o.moves,
+      nodes: o.nodes,
+      random,
+    });
+    await workload.setup();
+    void runKubelets(kc, recorder.world, ac.signal);
+    void runExternalProvisioner(kc, recorder.world, ac.signal);
+    const attacher = startExternalAttacher({
+      kubeConfig: kc,
+      drivers: [CSI_DRIVER],
+      log: silentLogger,
+      signal: ac.signal,
+    });
+
+    const args = [
+      `--leader-elect-resource-namespace=${lease.namespace}`,
+      `--leader-elect-resource-name=${lease.name}`,
+      `--leader-elect-lease-duration=${o.leaseDurationMs}ms`,
+      `--leader-elect-renew-deadline=${o.renewDeadlineMs}ms`,
+      `--leader-elect-retry-period=${o.retryPeriodMs}ms`,
+      "--enable-hostpath-provisioner",
+    ];
+    for (const name of ["replica-a", "replica-b"]) {
+      const proxy = await TcpProxy.start(cp.apiserverPort);
+      proxies.push(proxy);
+      const r = new Replica(name, proxy, cp.kubeconfigPath, args, o.logDir);
+      replicas.push(r);
+      await r.start();
+    }
+    await waitFor(() => recorder.holder, { timeoutMs: 120_000, what: "a leader" });
+
+    // A second writer for the whole run: kvc's writes from a stale cache get 409s.
+    let conflicts = 0;
+    void waitFor(
+      async () => {
+        await workload.touch().catch(() => (conflicts += 1));
+        return false;
+      },
+      { timeoutMs: Infinity, intervalMs: 250, what: "the run to end", signal: ac.signal },
+    ).catch(() => {});
+
+    const plan = FAULT_KINDS.flatMap((k) => Array.from({ length: o.faults[k] }, () => k));
+    shuffle(plan, random);
+    const rounds = Math.max(1, plan.length);
+    const stepsPerRound = Math.ceil((o.claims * 2.2 + o.moves * 1.5) / rounds);
+    const faults: FaultRecord[] = [];
+    const violations: Violation[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const kind = plan[round];
+      const faultAt = Math.floor(random() * stepsPerRound);
+      let fault: Promise<InjectedFault> | undefined;
+      for (let i = 0; i < stepsPerRound || (round === rounds - 1 && !workload.done); i++) {
+        if (kind && i === faultAt) {
+          fault = inject(kind, {
+            cp,
+            replicas,
+            holder: () => recorder.holder,
+            leaseDurationMs: o.leaseDurationMs,
+            random,
+          });
+        }
+        await workload.step().catch(() => {}); // refused while the fault lasts: the next step goes on
+      }
+      const injected = await fault;
+      const settled = await waitSettled(recorder, o.settleTimeoutMs);
+      if (injected) {
+        const record: FaultRecord = {
+          ...injected,
+          ...(settled.ok ? { settledMs: Date.now() - injected.at } : {}),
+        };
+        const first = firstWriteAfter(readAuditLog(cp.auditLogPath), injected);
+        if (first !== undefined) record.firstWriteMs = first - injected.at;
+        faults.push(record);
+        o.log(
+          `round ${round + 1}/${rounds}: ${injected.detail}; first write +${record.firstWriteMs ?? "?"} ms, settled +${record.settledMs ?? "never"} ms`,
+        );
+      }
+      if (!settled.ok) violations.push(...settled.violations);
+      const continuous = checkObservations(recorder.observations);
+      if (continuous.length > 0) {
+        violations.push(...continuous);
+        break;
+      }
+      if (!settled.ok) break;
+    }
+
+    ac.abort(new Error("the run is over"));
+    await attacher.stop();
+    const audit = readAuditLog(cp.auditLogPath);
+    violations.push(...checkHistory({ observations: recorder.observations, audit, terms: recorder.terms }));
+    const kvcWrites = audit.filter(
+      (e) => replicaOf(e.userAgent) && !isLeaderElectionWrite(e) && (e.responseStatus?.code ?? 0) < 300,
+    ).length;
+    return {
+      seed: o.seed,
+      durationMs: Date.now() - t0,
+      claimsCreated: workload.claimsCreated,
+      movesDone: workload.movesDone,
+      faults,
+      restarts: replicas.reduce((n, r) => n + r.restarts, 0),
+      conflicts,
+      observed: { states: recorder.observations.length, kvcWrites, terms: recorder.terms.length },
+      violations: dedupe(violations),
+    };
+  } finally {
+    ac.abort();
+    await Promise.all(replicas.map((r) => r.stop()));
+    killAllKvc();
+    await Promise.all(proxies.map((p) => p.close()));
+    await cp.stop();
+  }
+}
+
+/** Polls the settled-state checks until they pass or the deadline passes (then: what still fails). */
+async function waitSettled(
+  recorder: Recorder,
+  timeoutMs: number,
+): Promise<{ ok: true } | { ok: false; violations: Violation[] }> {
+  let last: Violation[] = [];
+  try {
+    await waitFor(
+      async () => {
+        last = checkSettled(recorder.snapshot(), await recorder.explanations());
+        return last.length === 0;
+      },
+      { timeoutMs, intervalMs: 500, what: "the cluster to settle" },
+    );
+    return { ok: true };
+  } catch {
+    return { ok: false, violations: last };
+  }
+}
+
+/** When kvc first got a write applied after the fault, by another replica than the leader it hit. */
+function firstWriteAfter(audit: readonly AuditEvent[], f: InjectedFault): number | undefined {
+  for (const e of audit) {
+    const at = Date.parse(e.requestReceivedTimestamp);
+    const replica = replicaOf(e.userAgent);
+    const code = e.responseStatus?.code ?? 0;
+    if (at < f.at || !replica || isLeaderElectionWrite(e) || code < 200 || code >= 300) continue;
+    if (f.leader && replica === f.leader && (f.kind === "kill" || f.kind === "sigstop")) continue;
+    return at;
+  }
+  return undefined;
+}
+
+function shuffle(xs: unknown[], random: () => number): void {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [xs[i], xs[j]] = [xs[j], xs[i]];
+  }
+}
+
+function dedupe(vs: Violation[]): Violation[] {
+  const seen = new Set<string>();
+  return vs.filter((v) => !seen.has(v.message) && seen.add(v.message));
+}
+
+/** p50 and p99 (nearest rank) of `xs`. */
+export function percentiles(xs: readonly number[]): { p50?: number; p99?: number } {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q: number) => s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)];
+  return s.length === 0 ? {} : { p50: at(0.5)!, p99: at(0.99)! };
+}
+
+/** The figures docs/reliability.md shows: per fault kind, first write and settled, p50/p99. */
+export function summarize(r: ChaosReport): string {
+  const lines = [
+    `seed ${r.seed}: ${r.claimsCreated} claims, ${r.movesDone} pod moves, ${r.faults.length} faults, ` +
+      `${r.restarts} replica restarts, ${r.conflicts} second-writer conflicts, ${Math.round(r.durationMs / 1000)} s; ` +
+      `checked over ${r.observed.states} object states, ${r.observed.kvcWrites} kvc writes, ${r.observed.terms} lease terms`,
+    "| fault | count | first write p50 / p99 (ms) | settled p50 / p99 (ms) |",
+    "| --- | --- | --- | --- |",
+  ];
+  for (const kind of [...FAULT_KINDS, "all"] as const) {
+    const fs = r.faults.filter((f) => kind === "all" || f.kind === kind);
+    if (fs.length === 0) continue;
+    const w = percentiles(fs.flatMap((f) => (f.firstWriteMs === undefined ? [] : [f.firstWriteMs])));
+    const s = percentiles(fs.flatMap((f) => (f.settledMs === undefined ? [] : [f.settledMs])));
+    lines.push(
+      `| ${kind} | ${fs.length} | ${w.p50 ?? "-"} / ${w.p99 ?? "-"} | ${s.p50 ?? "-"} / ${s.p99 ?? "-"} |`,
+    );
+  }
+  lines.push(`invariant violations: ${r.violations.length}`);
+  for (const v of r.violations) lines.push(`  ${v.invariant}: ${v.message}`);
+  return lines.join("\n");
+}
+
+async function main(): Promise<void> {
+  const argv = await yargs(hideBin(process.argv))
+    .scriptName("npm run chaos --")
+    .usage("$0 [options]: kvc under faults on the real control plane; exits 1 on any invariant violation")
+    .options({
+      seed: { type: "number", default: 1, describe: "seed of the workload and the fault schedule" },
+      claims: { type: "number", default: 60, describe: "claims to create" },
+      pods: { type: "number", default: 10, describe: "pods alive at most at once" },
+      moves: { type: "number", default: 20, describe: "pod moves between nodes" },
+      nodes: { type: "number", default: 3 },
+      kills: { type: "number", default: 2, describe: "kill -9 of the leader" },
+      sigstops: {
+        type: "number",
+        default: 1,
+        describe: "SIGSTOP of the leader past its lease, then SIGCONT",
+      },
+      "apiserver-restarts": { type: "number", default: 1 },
+      "etcd-restarts": { type: "number", default: 1 },
+      partitions: {
+        type: "number",
+        default: 1,
+        describe: "drop, stall or half-open between the leader and the apiserver",
+      },
+      "watch-cuts": {
+        type: "number",
+        default: 1,
+        describe: "etcd compaction and every connection cut (410 Gone on relist)",
+      },
+      "lease-duration": { type: "number", default: 4000, describe: "ms" },
+      "renew-deadline": { type: "number", default: 3000, describe: "ms" },
+      "retry-period": { type: "number", default: 500, describe: "ms" },
+      "settle-timeout": { type: "number", default: 180_000, describe: "ms, per round" },
+      out: { type: "string", describe: "write the report as JSON here" },
+      "log-dir": { type: "string", describe: "the replicas' logs (default: a new temporary directory)" },
+    })
+    .strict()
+    .parseAsync();
+  const report = await runChaos({
+    seed: argv.seed,
+    claims: argv.claims,
+    pods: argv.pods,
+    moves: argv.moves,
+    nodes: argv.nodes,
+    faults: {
+      kill: argv.kills,
+      sigstop: argv.sigstops,
+      apiserver: argv["apiserver-restarts"],
+      etcd: argv["etcd-restarts"],
+      partition: argv.partitions,
+      watchcut: argv["watch-cuts"],
+    },
+    leaseDurationMs: argv["lease-duration"],
+    renewDeadlineMs: argv["renew-deadline"],
+    retryPeriodMs: argv["retry-period"],
+    settleTimeoutMs: argv["settle-timeout"],
+    logDir: argv["log-dir"] ?? mkdtempSync(join(tmpdir(), "kvc-chaos-logs-")),
+    log: (line) => {
+      console.error(`[chaos ${new Date().toISOString()}] ${line}`);
+    },
+  });
+  if (argv.out) writeFileSync(argv.out, JSON.stringify(report, null, 2));
+  console.log(summarize(report));
+  process.exitCode = report.violations.length > 0 ? 1 : 0;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) await main();
