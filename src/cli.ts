@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from "node:fs";
 import yargs from "yargs";
 import { hideBin } from "yargs/helpers";
 import { withFlagNames } from "./flag-types.js";
@@ -75,6 +76,45 @@ await yargs(args)
       const { runDev } = await import("./dev.js");
       try {
         await runDev(config, { demo: argv.demo === true });
+      } catch (err) {
+        fail(`error: ${(err as Error).message}`, 1);
+      }
+    },
+  )
+  // Shadow mode (src/shadow).
+  .command(
+    "shadow report",
+    "Print the summary of a running `kvc run --shadow` (GET /shadow on its --secure-port) as a table.",
+    (y) =>
+      y
+        .options({
+          server: {
+            type: "string",
+            default: "https://127.0.0.1:10257",
+            describe: "The shadow's serving URL.",
+          },
+          "token-file": { type: "string", describe: "File with a bearer token allowed to GET /shadow." },
+          "certificate-authority": {
+            type: "string",
+            describe: "CA file of the shadow's serving certificate.",
+          },
+          "insecure-skip-tls-verify": {
+            type: "boolean",
+            default: false,
+            describe: "Do not verify the certificate.",
+          },
+        })
+        .strictOptions(),
+    async (argv) => {
+      const { fetchSummary, formatReport } = await import("./shadow/report.js");
+      try {
+        const summary = await fetchSummary({
+          server: argv.server,
+          token: argv["token-file"] ? readFileSync(argv["token-file"], "utf8").trim() : undefined,
+          caFile: argv["certificate-authority"],
+          insecureSkipTLSVerify: argv["insecure-skip-tls-verify"],
+        });
+        process.stdout.write(formatReport(summary));
       } catch (err) {
         fail(`error: ${(err as Error).message}`, 1);
       }

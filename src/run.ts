@@ -15,6 +15,7 @@ import { serve } from "./runtime/server.js";
 import { servingCert } from "./runtime/serving-cert.js";
 import { WorkqueueMetrics } from "./runtime/workqueue/index.js";
 import { WriteGate } from "./runtime/write-gate.js";
+import { ShadowMode } from "./shadow/shadow-mode.js";
 
 /**
  * `kvc run`: serving, leader election, then the enabled controllers on shared informers. Losing the
@@ -38,7 +39,17 @@ export async function run(
   const kubeConfig = loadKubeConfig(config.kubeconfig, config.master);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const le = config.leaderElection;
+  // Shadow mode (src/shadow): no Lease, and every write recorded instead of sent.
+  const le = config.shadow ? undefined : config.leaderElection;
+  const shadow =
+    config.shadow &&
+    new ShadowMode({
+      ...config.shadow,
+      clock: realClock,
+      registry,
+      logger: log,
+      controllers: config.controllers,
+    });
   // As client-go: the identity is the hostname plus a unique suffix, so two replicas never share it.
   // It ends the User-Agent too, so the apiserver's audit log tells the replicas' requests apart.
   const identity = `${hostname()}_${randomUUID()}`;
@@ -51,6 +62,7 @@ export async function run(
     userAgent,
     requestTimeoutMs: config.requestTimeoutMs,
     ...(writeGate && { writeGate }),
+    ...(shadow && { recordWrite: shadow.recordWrite }), // shadow mode
   });
   const informers = new InformerFactory({
     kubeConfig,
@@ -58,6 +70,7 @@ export async function run(
     beforeWatch: () => clients.limiter.wait(),
     logger: log,
   });
+  shadow?.observe(informers); // shadow mode
 
   // Shutdown order matters: controllers stop and finish their writes first; only then does the
   // elector stop, releasing the lease so a standby takes over at once.
@@ -119,6 +132,7 @@ export async function run(
           ...(await secureServing(config, log)),
           logger: log,
           registry,
+          ...(shadow && { routes: { "/shadow": () => shadow.summary() } }), // shadow mode
           healthz: [
             { name: "ping", check: () => {} },
             ...(elector
@@ -198,6 +212,7 @@ export async function run(
       await controllersDone;
     }
   } finally {
+    shadow?.stop(); // shadow mode
     await server?.close();
     for (const signal of signals) process.off(signal, onSignal);
   }
