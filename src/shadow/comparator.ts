@@ -50,15 +50,28 @@ export class Comparator {
   readonly #o: ComparatorOptions;
   readonly #pending = new Map<string, Pending>();
   readonly #last: { kvc: LRUCache<string, string>; upstream: LRUCache<string, string> };
+  /** Volumes of recent ties: their phase changes, on one side only, follow from the tie. */
+  readonly #tied: LRUCache<string, true>;
 
   constructor(o: ComparatorOptions) {
     this.#o = o;
     const max = o.maxKeys ?? 50_000;
     this.#last = { kvc: new LRUCache({ max }), upstream: new LRUCache({ max }) };
+    this.#tied = new LRUCache({ max });
   }
 
   /** A write kvc would have sent. */
   intended(decision: Decision): void {
+    this.#add("kvc", decision);
+  }
+
+  /**
+   * A write kvc would have sent whose effect the observed state already shows (KCM was first and
+   * kvc's cache lagged): agrees with upstream's pending decision, else is no decision.
+   */
+  confirmed(decision: Decision): void {
+    const waiting = this.#pending.get(decision.key);
+    if (waiting?.side !== "upstream" || waiting.decision.value !== decision.value) return;
     this.#add("kvc", decision);
   }
 
@@ -91,7 +104,9 @@ export class Comparator {
       waiting.cancel();
       this.#pending.delete(d.key);
       const [kvc, upstream] = side === "kvc" ? [d, waiting.decision] : [waiting.decision, d];
-      this.#report(matchOutcome(kvc, upstream), kvc, kvc.value, upstream.value);
+      const outcome = matchOutcome(kvc, upstream);
+      if (outcome === "tie") for (const v of [kvc.value, upstream.value]) this.#tied.set(v, true);
+      this.#report(outcome, kvc, kvc.value, upstream.value);
       return;
     }
     // A newer decision of the same side replaces its pending one, whose grace window restarts.
@@ -99,7 +114,14 @@ export class Comparator {
     const cancel = this.#o.clock.setTimer(() => {
       if (this.#pending.get(d.key)?.decision !== d) return;
       this.#pending.delete(d.key);
-      if (side === "kvc") this.#report("kvc-only", d, d.value, undefined);
+      if (d.volume !== undefined && this.#tied.has(d.volume)) {
+        this.#report(
+          "tie",
+          d,
+          side === "kvc" ? d.value : undefined,
+          side === "upstream" ? d.value : undefined,
+        );
+      } else if (side === "kvc") this.#report("kvc-only", d, d.value, undefined);
       else this.#report("upstream-only", d, undefined, d.value);
     }, this.#o.graceMs);
     this.#pending.set(d.key, { decision: d, side, cancel });

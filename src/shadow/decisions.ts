@@ -40,6 +40,8 @@ export interface Decision {
   value: string;
   /** Values upstream could equally have chosen (equal-capacity volumes it leaves to map order). */
   equivalents?: readonly string[];
+  /** The volume a PV's phase change is about: one side alone changing it follows from a tie there. */
+  volume?: string;
 }
 
 const BINDER: ControllerName = "persistentvolume-binder-controller";
@@ -79,9 +81,9 @@ function removedFinalizers(resource: string, before: Meta, after: Meta | undefin
 }
 
 function phase(resource: string, before: string | undefined, after: string | undefined, name: string) {
-  return after !== undefined && after !== before
-    ? [{ controller: BINDER, kind: "phase" as const, key: `phase ${resource} ${name}`, value: after }]
-    : [];
+  if (after === undefined || after === before) return [];
+  const d: Decision = { controller: BINDER, kind: "phase", key: `phase ${resource} ${name}`, value: after };
+  return [resource === "pv" ? { ...d, volume: name } : d];
 }
 
 /**

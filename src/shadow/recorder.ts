@@ -123,11 +123,11 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
 export function recordWrite(
   req: WriteRequest,
   current: CurrentObjects,
-): { decisions: Decision[]; response: RecordedResponse } {
+): { decisions: Decision[]; confirmations: Decision[]; response: RecordedResponse } {
   const target = parseTarget(req.path);
   const body = parseBody(req.body);
   const method = req.method.toUpperCase();
-  if (!target) return { decisions: [], response: { status: 200, body: body ?? {} } };
+  if (!target) return { decisions: [], confirmations: [], response: { status: 200, body: body ?? {} } };
   const before = beforeOf(target, current);
   let after: Record<string, unknown> | undefined;
   let status = 200;
@@ -149,11 +149,17 @@ export function recordWrite(
       after = undefined;
   }
   const decisions = decisionsOf(target, method === "POST" ? undefined : before, after, current);
+  // What the write states, compared with nothing: the same facts as already observed confirm them.
+  const stated =
+    method === "POST" || method === "DELETE" || !after
+      ? []
+      : decisionsOf(target, { metadata: { name: target.name, namespace: target.namespace } }, after, current);
+  const confirmations = stated.filter((s) => !decisions.some((d) => d.key === s.key));
   const response =
     method === "DELETE"
       ? { kind: "Status", apiVersion: "v1", status: "Success", details: { name: target.name } }
       : after;
-  return { decisions, response: { status, body: response } };
+  return { decisions, confirmations, response: { status, body: response } };
 }
 
 function beforeOf(t: Target, current: CurrentObjects): unknown {

@@ -141,8 +141,9 @@ export class ShadowMode {
       node: () => undefined,
       volumeAttachment: () => undefined,
     };
-    const { decisions, response } = recordWrite(req, this.#current ?? none);
+    const { decisions, confirmations, response } = recordWrite(req, this.#current ?? none);
     for (const d of decisions) if (this.#o.controllers.has(d.controller)) this.#comparator.intended(d);
+    for (const d of confirmations) if (this.#o.controllers.has(d.controller)) this.#comparator.confirmed(d);
     return response;
   };
 

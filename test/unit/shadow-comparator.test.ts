@@ -54,6 +54,43 @@ describe("shadow Comparator", () => {
     ]);
   });
 
+  test("after a tie, each side's phase change of the volume it chose is part of the tie", () => {
+    const { clock, comparator, outcomes } = setup();
+    const bound = (pv: string): Decision => ({
+      controller: "persistentvolume-binder-controller",
+      kind: "phase",
+      key: `phase pv ${pv}`,
+      value: "Bound",
+      volume: pv,
+    });
+    comparator.intended(binding("ns/a", "pv-1", ["pv-2"]));
+    comparator.observed(binding("ns/a", "pv-2"));
+    comparator.intended(bound("pv-1"));
+    comparator.observed(bound("pv-2"));
+    comparator.intended(bound("pv-3"));
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), [
+      "tie binding pvc ns/a kvc=pv-1 upstream=pv-2",
+      "tie phase pv pv-1 kvc=Bound upstream=-",
+      "tie phase pv pv-2 kvc=- upstream=Bound",
+      "kvc-only phase pv pv-3 kvc=Bound upstream=-",
+    ]);
+  });
+
+  test("a write of what upstream already did confirms upstream's pending decision, and only that", () => {
+    const { clock, comparator, outcomes } = setup();
+    comparator.confirmed(binding("ns/a", "pv-1"));
+    comparator.observed(binding("ns/b", "pv-2"));
+    comparator.confirmed(binding("ns/b", "pv-3"));
+    comparator.observed(binding("ns/c", "pv-4"));
+    comparator.confirmed(binding("ns/c", "pv-4"));
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), [
+      "agree binding pvc ns/c kvc=pv-4 upstream=pv-4",
+      "upstream-only binding pvc ns/b kvc=- upstream=pv-2",
+    ]);
+  });
+
   test("one side alone is counted once the grace window has passed, not before", () => {
     const { clock, comparator, outcomes } = setup();
     comparator.intended(binding("ns/a", "pv-1"));
