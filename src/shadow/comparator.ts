@@ -31,6 +31,8 @@ export interface ComparatorOptions {
   maxKeys?: number;
 }
 
+const MAX_PENDING_PER_KEY = 8;
+
 interface Pending {
   decision: Decision;
   side: "kvc" | "upstream";
@@ -43,12 +45,13 @@ interface Pending {
  * themselves: in shadow mode kvc's writes never land, so its syncs retry the same decision, and one
  * binding shows in both the PV and the claim. A side's decision equal to the last it made for the
  * same key is therefore not counted again (for kvc: until the observed state of that key changes), nor
- * is one equal to the other side's settled decision. Memory is bounded: pending decisions are at most one per key and side, and the
+ * is one equal to the other side's settled decision. Memory is bounded: pending decisions are at most MAX_PENDING_PER_KEY per key, and the
  * remembered last decisions an LRU of `maxKeys`.
  */
 export class Comparator {
   readonly #o: ComparatorOptions;
-  readonly #pending = new Map<string, Pending>();
+  /** Per key, the decisions of one side waiting for the other's, oldest first. */
+  readonly #pending = new Map<string, Pending[]>();
   readonly #last: { kvc: LRUCache<string, string>; upstream: LRUCache<string, string> };
   /** Volumes of recent ties: their phase changes, on one side only, follow from the tie. */
   readonly #tied: LRUCache<string, true>;
@@ -70,8 +73,8 @@ export class Comparator {
    * kvc's cache lagged): agrees with upstream's pending decision, else is no decision.
    */
   confirmed(decision: Decision): void {
-    const waiting = this.#pending.get(decision.key);
-    if (waiting?.side !== "upstream" || waiting.decision.value !== decision.value) return;
+    const waiting = this.#pending.get(decision.key) ?? [];
+    if (!waiting.some((p) => p.side === "upstream" && p.decision.value === decision.value)) return;
     this.#add("kvc", decision);
   }
 
@@ -82,12 +85,22 @@ export class Comparator {
 
   /** Decisions still waiting for the other side. */
   get pending(): number {
-    return this.#pending.size;
+    let n = 0;
+    for (const list of this.#pending.values()) n += list.length;
+    return n;
+  }
+
+  /** The decisions waiting for the other side (at most `max`). */
+  waiting(max: number): { side: "kvc" | "upstream"; key: string; value: string }[] {
+    return [...this.#pending.values()]
+      .flat()
+      .slice(0, max)
+      .map((p) => ({ side: p.side, key: p.decision.key, value: p.decision.value }));
   }
 
   /** Stops the grace timers (pending decisions are dropped, not counted). */
   stop(): void {
-    for (const p of this.#pending.values()) p.cancel();
+    for (const list of this.#pending.values()) for (const p of list) p.cancel();
     this.#pending.clear();
   }
 
@@ -97,34 +110,50 @@ export class Comparator {
     this.#last[side].set(d.key, d.value);
     // The observed state changed: kvc's next decision on this key counts again, even if it repeats.
     if (side === "upstream" && this.#last.kvc.get(d.key) !== d.value) this.#last.kvc.delete(d.key);
-    const waiting = this.#pending.get(d.key);
+    const waiting = this.#pending.get(d.key) ?? [];
     // Already what the other side decided, its decision settled: a late repeat, not a new decision.
-    if (!waiting && this.#last[other].get(d.key) === d.value) return;
-    if (waiting?.side === other) {
-      waiting.cancel();
-      this.#pending.delete(d.key);
-      const [kvc, upstream] = side === "kvc" ? [d, waiting.decision] : [waiting.decision, d];
+    if (waiting.length === 0 && this.#last[other].get(d.key) === d.value) return;
+    if (waiting[0]?.side === other) {
+      // One side may be a few steps ahead (a PV Available, then Bound): the same value matches first.
+      const same = waiting.findIndex((p) => p.decision.value === d.value);
+      const [match] = waiting.splice(same >= 0 ? same : 0, 1);
+      if (waiting.length === 0) this.#pending.delete(d.key);
+      if (!match) return;
+      match.cancel();
+      const [kvc, upstream] = side === "kvc" ? [d, match.decision] : [match.decision, d];
       const outcome = matchOutcome(kvc, upstream);
       if (outcome === "tie") for (const v of [kvc.value, upstream.value]) this.#tied.set(v, true);
       this.#report(outcome, kvc, kvc.value, upstream.value);
       return;
     }
-    // A newer decision of the same side replaces its pending one, whose grace window restarts.
-    waiting?.cancel();
-    const cancel = this.#o.clock.setTimer(() => {
-      if (this.#pending.get(d.key)?.decision !== d) return;
-      this.#pending.delete(d.key);
-      if (d.volume !== undefined && this.#tied.has(d.volume)) {
-        this.#report(
-          "tie",
-          d,
-          side === "kvc" ? d.value : undefined,
-          side === "upstream" ? d.value : undefined,
-        );
-      } else if (side === "kvc") this.#report("kvc-only", d, d.value, undefined);
-      else this.#report("upstream-only", d, undefined, d.value);
-    }, this.#o.graceMs);
-    this.#pending.set(d.key, { decision: d, side, cancel });
+    const entry: Pending = {
+      decision: d,
+      side,
+      cancel: this.#o.clock.setTimer(() => {
+        this.#expire(d.key, entry);
+      }, this.#o.graceMs),
+    };
+    waiting.push(entry);
+    this.#pending.set(d.key, waiting);
+    // Bounded: a key that changes faster than the other side follows settles its oldest at once.
+    const oldest = waiting[0];
+    if (waiting.length > MAX_PENDING_PER_KEY && oldest) {
+      oldest.cancel();
+      this.#expire(d.key, oldest);
+    }
+  }
+
+  /** `entry` waited in vain: one-sided, or a tie's consequence. */
+  #expire(key: string, entry: Pending): void {
+    const list = this.#pending.get(key) ?? [];
+    const i = list.indexOf(entry);
+    if (i < 0) return;
+    list.splice(i, 1);
+    if (list.length === 0) this.#pending.delete(key);
+    const { decision: d, side } = entry;
+    const [kvc, upstream] = side === "kvc" ? [d.value, undefined] : [undefined, d.value];
+    if (d.volume !== undefined && this.#tied.has(d.volume)) this.#report("tie", d, kvc, upstream);
+    else this.#report(side === "kvc" ? "kvc-only" : "upstream-only", d, kvc, upstream);
   }
 
   #report(outcome: Outcome, d: Decision, kvc: string | undefined, upstream: string | undefined): void {

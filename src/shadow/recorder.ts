@@ -255,7 +255,8 @@ export function equalChoices(
         pv.metadata?.name !== chosen.metadata?.name &&
         // Upstream's choice may already show in the cache: bound to this very claim.
         (pv.spec?.claimRef === undefined
-          ? pv.status?.phase === "Available"
+          ? // Not yet Available in the cache (no phase, Pending) is still free for upstream to take.
+            pv.status?.phase !== "Released" && pv.status?.phase !== "Failed"
           : pv.spec.claimRef.name === claim.metadata?.name &&
             pv.spec.claimRef.namespace === claim.metadata?.namespace) &&
         pv.metadata?.deletionTimestamp === undefined &&

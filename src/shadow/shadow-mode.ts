@@ -35,6 +35,8 @@ export interface ShadowSummary {
   totals: Record<Outcome, number>;
   decisions: { controller: ControllerName; kind: string; outcome: Outcome; count: number }[];
   pending: number;
+  /** Some of the decisions within their grace window. */
+  waiting: { side: "kvc" | "upstream"; key: string; value: string }[];
   disagreements: Comparison[];
 }
 
@@ -157,6 +159,7 @@ export class ShadowMode {
       totals,
       decisions: [...this.#counts.values()].map((c) => ({ ...c })),
       pending: this.#comparator.pending,
+      waiting: this.#comparator.waiting(100),
       disagreements: [...this.#disagreements],
     };
   }

@@ -91,6 +91,28 @@ describe("shadow Comparator", () => {
     ]);
   });
 
+  test("one side a few steps ahead: each value matches its own, in order", () => {
+    const { clock, comparator, outcomes } = setup();
+    const phase = (value: string): Decision => ({
+      controller: "persistentvolume-binder-controller",
+      kind: "phase",
+      key: "phase pv pv-1",
+      value,
+    });
+    comparator.observed(phase("Available"));
+    comparator.observed(phase("Bound"));
+    assert.deepEqual(
+      comparator.waiting(10).map((w) => `${w.side} ${w.value}`),
+      ["upstream Available", "upstream Bound"],
+    );
+    comparator.intended(phase("Bound"));
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), [
+      "agree phase pv pv-1 kvc=Bound upstream=Bound",
+      "upstream-only phase pv pv-1 kvc=- upstream=Available",
+    ]);
+  });
+
   test("one side alone is counted once the grace window has passed, not before", () => {
     const { clock, comparator, outcomes } = setup();
     comparator.intended(binding("ns/a", "pv-1"));
