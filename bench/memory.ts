@@ -3,7 +3,7 @@
  * 50k PVCs), kvc against upstream kube-controller-manager, one after the other on the same embedded
  * control plane (everything is already Bound, so neither writes and both see the same objects).
  * Each is measured after two sync periods past its start, once its RSS has been flat for 10 s.
- * kvc runs compiled (dist/) as in the image. Prints a markdown table; asserts nothing.
+ * kvc runs compiled (dist/) as in the image, then once more with --shadow (issue 15). Prints a markdown table; asserts nothing.
  *   npm run bench:memory [-- --pairs=50000]
  */
 import { parseArgs } from "node:util";
@@ -78,6 +78,14 @@ try {
   const kvc = await measure(() =>
     startCompiledKvc(cp.kubeconfigPath, ["--controllers=persistentvolume-binder-controller", ...flags]),
   );
+  // Shadow mode (issue 15): the same loops, writes recorded, plus the comparison and the events' informers.
+  const shadow = await measure(() =>
+    startCompiledKvc(cp.kubeconfigPath, [
+      "--shadow",
+      "--controllers=persistentvolume-binder-controller",
+      ...flags,
+    ]),
+  );
   const stillBound = (await core.listNamespacedPersistentVolumeClaim({ namespace: "default" })).items.filter(
     (c) => c.status?.phase === "Bound",
   ).length;
@@ -88,6 +96,7 @@ try {
   console.log("| controller | RSS MiB (settled) | RSS MiB (peak) |");
   console.log("| --- | ---: | ---: |");
   console.log(`| kvc | ${kvc.rss.toFixed(0)} | ${kvc.peak.toFixed(0)} |`);
+  console.log(`| kvc --shadow | ${shadow.rss.toFixed(0)} | ${shadow.peak.toFixed(0)} |`);
   console.log(`| kube-controller-manager | ${kcm.rss.toFixed(0)} | ${kcm.peak.toFixed(0)} |`);
   console.log(`| kvc / KCM | ${(kvc.rss / kcm.rss).toFixed(2)} | ${(kvc.peak / kcm.peak).toFixed(2)} |`);
 } finally {

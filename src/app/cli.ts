@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from "node:fs";
 import yargs, { type CommandModule } from "yargs";
 import { hideBin } from "yargs/helpers";
 import { withFlagNames } from "./flag-types.js";
@@ -75,6 +76,45 @@ const COMMANDS: CommandModule[] = [
     describe: "Explain, read-only, why a claim is Pending (kubectl's connection flags; see docs/explain.md).",
     builder: async (y) => (await import("../explain/command.js")).explainCommand(y),
     handler: () => {},
+  },
+  // Shadow mode (src/shadow).
+  {
+    command: "shadow report",
+    describe:
+      "Print the summary of a running `kvc run --shadow` (GET /shadow on its --secure-port) as a table.",
+    builder: (y) =>
+      y
+        .options({
+          server: {
+            type: "string",
+            default: "https://127.0.0.1:10257",
+            describe: "The shadow's serving URL.",
+          },
+          "token-file": { type: "string", describe: "File with a bearer token allowed to GET /shadow." },
+          "certificate-authority": {
+            type: "string",
+            describe: "CA file of the shadow's serving certificate.",
+          },
+          "insecure-skip-tls-verify": {
+            type: "boolean",
+            default: false,
+            describe: "Do not verify the certificate.",
+          },
+        })
+        .strictOptions(),
+    handler: async (argv) => {
+      const { fetchSummary, formatReport } = await import("../shadow/report.js");
+      const tokenFile = argv["token-file"] as string | undefined;
+      // A missing token file is an error like a refused request: one line, exit code 1.
+      const summary = await (async () =>
+        fetchSummary({
+          server: argv.server as string,
+          token: tokenFile ? readFileSync(tokenFile, "utf8").trim() : undefined,
+          caFile: argv["certificate-authority"] as string | undefined,
+          insecureSkipTLSVerify: argv["insecure-skip-tls-verify"] === true,
+        }))().catch(failed);
+      process.stdout.write(formatReport(summary));
+    },
   },
   {
     command: "version",

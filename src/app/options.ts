@@ -69,6 +69,25 @@ export const RUN_FLAGS = {
       "after this long, the kube-apiserver's own --request-timeout default; 0 for none. Lease " +
       "requests use --leader-elect-renew-deadline, as KCM's.",
   },
+  // Shadow mode (issue 15, src/shadow/).
+  shadow: {
+    type: "boolean",
+    group: "Shadow mode:",
+    default: false,
+    describe:
+      "Not in KCM: run beside KCM writing nothing. Every API write is recorded instead of sent and " +
+      "compared with what KCM did (kvc_shadow_decisions_total, GET /shadow, `kvc shadow report`); no " +
+      "Lease is taken, --leader-elect is ignored. Needs only get/list/watch (manifests/shadow/).",
+  },
+  "shadow-grace-period": {
+    type: "string",
+    coerce: duration,
+    group: "Shadow mode:",
+    default: "1m0s",
+    describe:
+      "Not in KCM: how long a decision of kvc or of KCM waits for the other's before it counts as " +
+      "kvc-only or upstream-only.",
+  },
   "leader-elect": {
     type: "boolean",
     group: "Leader election:",
@@ -384,6 +403,8 @@ export interface RunConfig {
   };
   verbosity: number;
   loggingFormat: LoggingFormat;
+  /** `--shadow`: writes recorded and compared, never sent (src/shadow/). */
+  shadow: { graceMs: number } | undefined;
 }
 
 export type RunArgs = { [K in keyof typeof RUN_FLAGS]?: unknown };
@@ -426,6 +447,7 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
     burst: number("kube-api-burst"),
     requestTimeoutMs: number("kube-api-request-timeout"),
     leaderElection: argv["leader-elect"] === true ? leaderElection() : undefined,
+    shadow: argv.shadow === true ? { graceMs: number("shadow-grace-period") } : undefined,
     pvClaimBinderSyncPeriodMs: number("pvclaimbinder-sync-period"),
     enableDynamicProvisioning: argv["enable-dynamic-provisioning"] === true,
     enableHostPathProvisioner: argv["enable-hostpath-provisioner"] === true,

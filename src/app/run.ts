@@ -14,10 +14,11 @@ import { InformerFactory } from "../runtime/informer/index.js";
 import { realClock } from "../runtime/clock.js";
 import { LeaderElector } from "../runtime/leader-election.js";
 import { createLogger, type Logger } from "../runtime/logger.js";
-import { serve } from "../runtime/server.js";
+import { serve, type ServingOptions } from "../runtime/server.js";
 import { servingCert } from "../runtime/serving-cert.js";
 import { WorkqueueMetrics } from "../runtime/workqueue/index.js";
 import { WriteGate } from "../runtime/write-gate.js";
+import { ShadowMode } from "../shadow/shadow-mode.js";
 
 /**
  * `kvc run`: serving, leader election, then the enabled controllers on shared informers. Losing the
@@ -46,7 +47,17 @@ export async function run(
   // It ends the User-Agent too, so the apiserver's audit log tells the replicas' requests apart.
   const identity = `${hostname()}_${randomUUID()}`;
   const userAgent = `kube-volume-controller/v${pkg.version} (${process.platform}/${process.arch}) ${identity}`;
-  const le = config.leaderElection;
+  // Shadow mode (src/shadow): no Lease, and every write recorded instead of sent.
+  const le = config.shadow ? undefined : config.leaderElection;
+  const shadow =
+    config.shadow &&
+    new ShadowMode({
+      ...config.shadow,
+      clock: realClock,
+      registry,
+      logger: log,
+      controllers: config.controllers,
+    });
   const writeGate = le && new WriteGate(realClock, le.renewDeadlineMs);
   const clients = new ApiClients(kubeConfig, {
     qps: config.qps,
@@ -55,6 +66,7 @@ export async function run(
     userAgent,
     requestTimeoutMs: config.requestTimeoutMs,
     ...(writeGate && { writeGate }),
+    ...(shadow && { recordWrite: shadow.recordWrite }), // shadow mode
   });
   const informers = new InformerFactory({
     kubeConfig,
@@ -62,6 +74,7 @@ export async function run(
     beforeWatch: () => clients.limiter.wait(),
     logger: log.child({ logger: "informers" }),
   });
+  shadow?.observe(informers); // shadow mode
   const shutdown = new Shutdown(log);
   // Lease loss and a leader's failed controllers end run() at once, whatever else is in flight.
   const fatal = Promise.withResolvers<never>();
@@ -103,6 +116,7 @@ export async function run(
         registry,
         leading,
         manager,
+        ...(shadow && { routes: { "/shadow": () => shadow.summary() } }), // shadow mode
       });
     }
     const running = leading
@@ -110,6 +124,7 @@ export async function run(
       : (shutdown.controllersDone = manager.start(shutdown.controllers));
     await Promise.race([running, fatal.promise]);
   } finally {
+    shadow?.stop(); // shadow mode
     await server?.close();
     shutdown.close();
   }
@@ -229,6 +244,7 @@ async function serveSecurely(
     registry: Registry;
     leading: ReturnType<typeof newElector> | undefined;
     manager: ControllerManager;
+    routes?: ServingOptions["routes"];
   },
 ) {
   const { log, leading, manager } = o;
@@ -239,6 +255,7 @@ async function serveSecurely(
     ...(await secureServing(config, log)),
     logger: log,
     registry: o.registry,
+    ...(o.routes && { routes: o.routes }),
     healthz: [
       { name: "ping", check: () => {} },
       ...(elector

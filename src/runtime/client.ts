@@ -144,6 +144,11 @@ export interface ApiClientOptions {
   requestTimeoutMs?: number;
   /** Admits each mutating request (see WriteGate); reads always pass. */
   writeGate?: WriteGate;
+  /** Shadow mode (src/shadow): answers each mutating request instead of the apiserver; none is sent. */
+  recordWrite?: (req: { method: string; path: string; body: string | undefined }) => {
+    status: number;
+    body: unknown;
+  };
 }
 
 /** Methods that change nothing on the server: never fenced. */
@@ -175,10 +180,26 @@ export class ApiClients {
     const limiter = this.limiter;
     const clock = opts.clock ?? realClock;
     const connections = new SharedDispatcher(clock);
-    const { requestTimeoutMs = 0, writeGate } = opts;
+    const { requestTimeoutMs = 0, writeGate, recordWrite } = opts;
     const httpApi = wrapHttpLibrary({
       async send(request: RequestContext): Promise<ResponseContext> {
         const method: string = request.getHttpMethod();
+        // Shadow mode: a write is recorded and answered here, before the limiter; it never leaves.
+        if (recordWrite && !READ_METHODS.has(method)) {
+          const url = new URL(request.getUrl());
+          const body: unknown = request.getBody();
+          const answer = recordWrite({
+            method,
+            path: url.pathname + url.search,
+            body: typeof body === "string" ? body : undefined,
+          });
+          const json = Buffer.from(JSON.stringify(answer.body));
+          return new ResponseContext(
+            answer.status,
+            { "content-type": "application/json" },
+            new SelfDecodingBody(Promise.resolve(json)),
+          );
+        }
         connections.use(request);
         await limiter.wait();
         // After the limiter's wait, which may be long: the gate judges the moment of sending.

@@ -23,6 +23,8 @@ export interface ServingOptions {
   healthz: readonly HealthCheck[];
   /** /readyz: informers synced. */
   readyz: readonly HealthCheck[];
+  /** More GET paths answered with their function's value as JSON (shadow mode's /shadow). */
+  routes?: Readonly<Record<string, () => unknown>>;
   logger: LogSink;
   /** How often certificate files are checked for a change (upstream's dynamic serving certificate polls every minute). */
   certReloadMs?: number;
@@ -162,7 +164,10 @@ async function handle(opts: ServingOptions, req: IncomingMessage, res: ServerRes
     case "/readyz":
       await health(opts.readyz, "readyz");
       return;
-    default:
-      respond(res, 404, "not found\n");
+    default: {
+      const route = Object.hasOwn(opts.routes ?? {}, url.pathname) ? opts.routes?.[url.pathname] : undefined;
+      if (route) respond(res, 200, `${JSON.stringify(route(), null, 2)}\n`, "application/json");
+      else respond(res, 404, "not found\n");
+    }
   }
 }

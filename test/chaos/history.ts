@@ -90,7 +90,7 @@ export function replay(
   return world;
 }
 
-/** A kvc replica's identity, from its User-Agent (src/run.ts ends it with the identity). */
+/** A kvc replica's identity, from its User-Agent (src/app/run.ts ends it with the identity). */
 export function replicaOf(userAgent: string | undefined): string | undefined {
   if (!userAgent?.startsWith("kube-volume-controller/")) return undefined;
   const last = userAgent.split(" ").at(-1) ?? "";

@@ -1,0 +1,177 @@
+import { LRUCache } from "lru-cache";
+import type { ControllerName } from "../app/controller-names.js";
+import type { Clock } from "../runtime/clock.js";
+import type { Decision, DecisionKind } from "./decisions.js";
+
+export type Outcome = "agree" | "differ" | "kvc-only" | "upstream-only" | "tie";
+
+export const OUTCOMES: readonly Outcome[] = ["agree", "differ", "kvc-only", "upstream-only", "tie"];
+
+/** One compared decision; `kvc` or `upstream` is absent when only one side decided. */
+export interface Comparison {
+  outcome: Outcome;
+  controller: ControllerName;
+  kind: DecisionKind;
+  key: string;
+  kvc?: string;
+  upstream?: string;
+  /** Wall-clock time of the comparison (ISO 8601). */
+  at: string;
+}
+
+export interface ComparatorOptions {
+  clock: Clock;
+  /** How long one side's decision waits for the other's before it is counted as one-sided. */
+  graceMs: number;
+  /** Called once per compared decision. */
+  onComparison: (c: Comparison) => void;
+  /** Wall-clock time for reports (tests pass a fixed one). */
+  now?: () => Date;
+  /** How many keys' last decisions are remembered for deduplication (oldest forgotten first). */
+  maxKeys?: number;
+}
+
+const MAX_PENDING_PER_KEY = 8;
+
+interface Pending {
+  decision: Decision;
+  side: "kvc" | "upstream";
+  cancel: () => void;
+}
+
+/**
+ * Matches kvc's intended decisions with KCM's observed ones by key. A decision waits up to the grace
+ * window for the other side's; unmatched, it is kvc-only or upstream-only. Both sides repeat
+ * themselves: in shadow mode kvc's writes never land, so its syncs retry the same decision, and one
+ * binding shows in both the PV and the claim. A side's decision equal to the last it made for the
+ * same key is therefore not counted again (for kvc: until the observed state of that key changes), nor
+ * is one equal to the other side's settled decision. Memory is bounded: pending decisions are at most MAX_PENDING_PER_KEY per key, and the
+ * remembered last decisions an LRU of `maxKeys`.
+ */
+export class Comparator {
+  readonly #o: ComparatorOptions;
+  /** Per key, the decisions of one side waiting for the other's, oldest first. */
+  readonly #pending = new Map<string, Pending[]>();
+  readonly #last: { kvc: LRUCache<string, string>; upstream: LRUCache<string, string> };
+  /** Volumes of recent ties: their phase changes, on one side only, follow from the tie. */
+  readonly #tied: LRUCache<string, true>;
+
+  constructor(o: ComparatorOptions) {
+    this.#o = o;
+    const max = o.maxKeys ?? 50_000;
+    this.#last = { kvc: new LRUCache({ max }), upstream: new LRUCache({ max }) };
+    this.#tied = new LRUCache({ max });
+  }
+
+  /** A write kvc would have sent. */
+  intended(decision: Decision): void {
+    this.#add("kvc", decision);
+  }
+
+  /**
+   * A write kvc would have sent whose effect the observed state already shows (KCM was first and
+   * kvc's cache lagged): agrees with upstream's pending decision, else is no decision.
+   */
+  confirmed(decision: Decision): void {
+    const waiting = this.#pending.get(decision.key) ?? [];
+    if (!waiting.some((p) => p.side === "upstream" && p.decision.value === decision.value)) return;
+    this.#add("kvc", decision);
+  }
+
+  /** A change KCM made, seen through the informers. */
+  observed(decision: Decision): void {
+    this.#add("upstream", decision);
+  }
+
+  /** Decisions still waiting for the other side. */
+  get pending(): number {
+    let n = 0;
+    for (const list of this.#pending.values()) n += list.length;
+    return n;
+  }
+
+  /** The decisions waiting for the other side (at most `max`). */
+  waiting(max: number): { side: "kvc" | "upstream"; key: string; value: string }[] {
+    return [...this.#pending.values()]
+      .flat()
+      .slice(0, max)
+      .map((p) => ({ side: p.side, key: p.decision.key, value: p.decision.value }));
+  }
+
+  /** Stops the grace timers (pending decisions are dropped, not counted). */
+  stop(): void {
+    for (const list of this.#pending.values()) for (const p of list) p.cancel();
+    this.#pending.clear();
+  }
+
+  #add(side: "kvc" | "upstream", d: Decision): void {
+    const other = side === "kvc" ? "upstream" : "kvc";
+    if (this.#last[side].get(d.key) === d.value) return;
+    this.#last[side].set(d.key, d.value);
+    // The observed state changed: kvc's next decision on this key counts again, even if it repeats.
+    if (side === "upstream" && this.#last.kvc.get(d.key) !== d.value) this.#last.kvc.delete(d.key);
+    const waiting = this.#pending.get(d.key) ?? [];
+    // Already what the other side decided, its decision settled: a late repeat, not a new decision.
+    if (waiting.length === 0 && this.#last[other].get(d.key) === d.value) return;
+    if (waiting[0]?.side === other) {
+      // One side may be a few steps ahead (a PV Available, then Bound): the same value matches first.
+      const same = waiting.findIndex((p) => p.decision.value === d.value);
+      const [match] = waiting.splice(same >= 0 ? same : 0, 1);
+      if (waiting.length === 0) this.#pending.delete(d.key);
+      if (!match) return;
+      match.cancel();
+      const [kvc, upstream] = side === "kvc" ? [d, match.decision] : [match.decision, d];
+      const outcome = matchOutcome(kvc, upstream);
+      if (outcome === "tie") for (const v of [kvc.value, upstream.value]) this.#tied.set(v, true);
+      this.#report(outcome, kvc, kvc.value, upstream.value);
+      return;
+    }
+    const entry: Pending = {
+      decision: d,
+      side,
+      cancel: this.#o.clock.setTimer(() => {
+        this.#expire(d.key, entry);
+      }, this.#o.graceMs),
+    };
+    waiting.push(entry);
+    this.#pending.set(d.key, waiting);
+    // Bounded: a key that changes faster than the other side follows settles its oldest at once.
+    const oldest = waiting[0];
+    if (waiting.length > MAX_PENDING_PER_KEY && oldest) {
+      oldest.cancel();
+      this.#expire(d.key, oldest);
+    }
+  }
+
+  /** `entry` waited in vain: one-sided, or a tie's consequence. */
+  #expire(key: string, entry: Pending): void {
+    const list = this.#pending.get(key) ?? [];
+    const i = list.indexOf(entry);
+    if (i < 0) return;
+    list.splice(i, 1);
+    if (list.length === 0) this.#pending.delete(key);
+    const { decision: d, side } = entry;
+    const [kvc, upstream] = side === "kvc" ? [d.value, undefined] : [undefined, d.value];
+    if (d.volume !== undefined && this.#tied.has(d.volume)) this.#report("tie", d, kvc, upstream);
+    else this.#report(side === "kvc" ? "kvc-only" : "upstream-only", d, kvc, upstream);
+  }
+
+  #report(outcome: Outcome, d: Decision, kvc: string | undefined, upstream: string | undefined): void {
+    this.#o.onComparison({
+      outcome,
+      controller: d.controller,
+      kind: d.kind,
+      key: d.key,
+      ...(kvc !== undefined && { kvc }),
+      ...(upstream !== undefined && { upstream }),
+      at: (this.#o.now?.() ?? new Date()).toISOString(),
+    });
+  }
+}
+
+/** Same value: agree; upstream's among kvc's equally good choices: tie; else differ. */
+export function matchOutcome(kvc: Decision, upstream: Decision): Outcome {
+  if (kvc.value === upstream.value) return "agree";
+  if (kvc.equivalents?.includes(upstream.value)) return "tie";
+  return "differ";
+}

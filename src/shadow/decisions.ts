@@ -1,0 +1,219 @@
+import type {
+  CoreV1Event,
+  V1Node,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1VolumeAttachment,
+} from "@kubernetes/client-node";
+import type { ControllerName } from "../app/controller-names.js";
+import {
+  ANN_BETA_STORAGE_PROVISIONER,
+  ANN_DYNAMICALLY_PROVISIONED,
+  ANN_STORAGE_PROVISIONER,
+  EVENT_COMPONENT,
+  FINALIZER_EXTERNAL_PV_PROTECTION,
+  FINALIZER_IN_TREE_PV_PROTECTION,
+} from "../persistentvolume/annotations.js";
+import { PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER } from "../protection/finalizer.js";
+
+/** What a decision is about, as issue 15 lists them. */
+export type DecisionKind =
+  | "binding"
+  | "provisioning"
+  | "phase"
+  | "reclaim"
+  | "finalizer-removal"
+  | "volume-attachment"
+  | "volumes-attached"
+  | "event";
+
+/**
+ * One decision of a volume loop, either intended (a write kvc would have sent) or observed (a change
+ * KCM made, seen through the informers). Decisions with the same `key` are compared by `value`.
+ */
+export interface Decision {
+  controller: ControllerName;
+  kind: DecisionKind;
+  /** The decision's subject and kind, e.g. `binding pvc ns/name`. */
+  key: string;
+  /** What was decided, e.g. the PV a claim is bound to. */
+  value: string;
+  /** Values upstream could equally have chosen (equal-capacity volumes it leaves to map order). */
+  equivalents?: readonly string[];
+  /** The volume a PV's phase change is about: one side alone changing it follows from a tie there. */
+  volume?: string;
+}
+
+const BINDER: ControllerName = "persistentvolume-binder-controller";
+const ATTACH_DETACH: ControllerName = "persistentvolume-attach-detach-controller";
+
+/** The controller that owns each finalizer it removes. */
+const FINALIZER_OWNERS: Record<string, ControllerName> = {
+  [PVC_PROTECTION_FINALIZER]: "persistentvolumeclaim-protection-controller",
+  [PV_PROTECTION_FINALIZER]: "persistentvolume-protection-controller",
+  [FINALIZER_IN_TREE_PV_PROTECTION]: BINDER,
+  [FINALIZER_EXTERNAL_PV_PROTECTION]: BINDER,
+};
+
+/** The event sources of the loops kvc replaces, by component. */
+const EVENT_SOURCES: Record<string, ControllerName> = {
+  [EVENT_COMPONENT]: BINDER,
+  "attachdetach-controller": ATTACH_DETACH,
+};
+
+type Meta = { metadata?: { name?: string; namespace?: string; finalizers?: string[] } };
+
+function nameOf(o: Meta): string {
+  const { name = "", namespace } = o.metadata ?? {};
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+function removedFinalizers(resource: string, before: Meta, after: Meta | undefined): Decision[] {
+  const kept = new Set(after?.metadata?.finalizers ?? []);
+  return (before.metadata?.finalizers ?? [])
+    .filter((f) => !kept.has(f) && FINALIZER_OWNERS[f] !== undefined)
+    .map((f) => ({
+      controller: FINALIZER_OWNERS[f] as ControllerName,
+      kind: "finalizer-removal",
+      key: `finalizer-removal ${resource} ${nameOf(before)} ${f}`,
+      value: "removed",
+    }));
+}
+
+function phase(resource: string, before: string | undefined, after: string | undefined, name: string) {
+  if (after === undefined || after === before) return [];
+  const d: Decision = { controller: BINDER, kind: "phase", key: `phase ${resource} ${name}`, value: after };
+  return [resource === "pv" ? { ...d, volume: name } : d];
+}
+
+/**
+ * The binder's decisions in a PV's change (undefined before: created; undefined after: deleted).
+ * A PV's creation counts only when provisioned (a user's PV is no decision); its claimRef naming a
+ * claim is the claim's binding, as the claim's volumeName is: the same decision seen twice.
+ */
+export function volumeDecisions(
+  before: V1PersistentVolume | undefined,
+  after: V1PersistentVolume | undefined,
+): Decision[] {
+  const name = nameOf(after ?? before ?? {});
+  const out: Decision[] = [];
+  if (!before) {
+    const provisioner = after?.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
+    const claim = after?.spec?.claimRef;
+    if (provisioner && claim) {
+      out.push({
+        controller: BINDER,
+        kind: "provisioning",
+        key: `provisioning pvc ${claim.namespace ?? ""}/${claim.name ?? ""}`,
+        value: `provisioned by ${provisioner}`,
+      });
+    }
+    return out;
+  }
+  if (!after) {
+    // Only a released or failed volume's deletion is the reclaim policy's; a user may delete any PV.
+    const last = before.status?.phase;
+    if (last === "Released" || last === "Failed") {
+      out.push({ controller: BINDER, kind: "reclaim", key: `reclaim pv ${name}`, value: "delete" });
+    }
+    return [...out, ...removedFinalizers("pv", before, after)];
+  }
+  const ref = after.spec?.claimRef;
+  if (ref?.name && ref.name !== before.spec?.claimRef?.name) {
+    out.push({
+      controller: BINDER,
+      kind: "binding",
+      key: `binding pvc ${ref.namespace ?? ""}/${ref.name}`,
+      value: name,
+    });
+  }
+  out.push(...phase("pv", before.status?.phase, after.status?.phase, name));
+  return [...out, ...removedFinalizers("pv", before, after)];
+}
+
+/** The binder's decisions in a claim's change; a claim's creation is the user's. */
+export function claimDecisions(
+  before: V1PersistentVolumeClaim | undefined,
+  after: V1PersistentVolumeClaim | undefined,
+): Decision[] {
+  if (!before) return [];
+  const name = nameOf(before);
+  if (!after) return removedFinalizers("pvc", before, after);
+  const out: Decision[] = [];
+  const volume = after.spec?.volumeName;
+  if (volume && volume !== before.spec?.volumeName) {
+    out.push({ controller: BINDER, kind: "binding", key: `binding pvc ${name}`, value: volume });
+  }
+  const handedTo = (c: V1PersistentVolumeClaim) =>
+    c.metadata?.annotations?.[ANN_STORAGE_PROVISIONER] ??
+    c.metadata?.annotations?.[ANN_BETA_STORAGE_PROVISIONER];
+  const provisioner = handedTo(after);
+  if (provisioner && provisioner !== handedTo(before)) {
+    out.push({
+      controller: BINDER,
+      kind: "provisioning",
+      key: `provisioning-handoff pvc ${name}`,
+      value: provisioner,
+    });
+  }
+  out.push(...phase("pvc", before.status?.phase, after.status?.phase, name));
+  return [...out, ...removedFinalizers("pvc", before, after)];
+}
+
+/** A VolumeAttachment's creation (for which volume and node) and deletion (deletion requested). */
+export function attachmentDecisions(
+  before: V1VolumeAttachment | undefined,
+  after: V1VolumeAttachment | undefined,
+): Decision[] {
+  const va = after ?? before;
+  if (!va) return [];
+  const key = `volume-attachment ${nameOf(va)}`;
+  const d = (value: string): Decision[] => [
+    { controller: ATTACH_DETACH, kind: "volume-attachment", key, value },
+  ];
+  if (!before && after) {
+    // Optional chaining throughout: a recorded request's body is whatever the client sent.
+    const spec = after.spec as Partial<V1VolumeAttachment["spec"]> | undefined;
+    const volume = spec?.source?.persistentVolumeName ?? "inline";
+    return d(`created ${spec?.attacher ?? ""} ${volume} on ${spec?.nodeName ?? ""}`);
+  }
+  const deleting = (v: V1VolumeAttachment | undefined) => !v || v.metadata?.deletionTimestamp !== undefined;
+  return deleting(after) && !deleting(before) ? d("deleted") : [];
+}
+
+/** The attach/detach controller's report of a node's attached volumes, as a sorted list. */
+export function nodeDecisions(before: V1Node | undefined, after: V1Node | undefined): Decision[] {
+  if (!before || !after) return [];
+  const list = (n: V1Node) =>
+    (n.status?.volumesAttached ?? [])
+      .map((v) => v.name)
+      .sort()
+      .join(",");
+  const value = list(after);
+  return value === list(before)
+    ? []
+    : [
+        {
+          controller: ATTACH_DETACH,
+          kind: "volumes-attached",
+          key: `volumes-attached node ${nameOf(after)}`,
+          value: value === "" ? "(none)" : value,
+        },
+      ];
+}
+
+/** An event of one of kvc's loops: its reason, about its object (repeats are one decision). */
+export function eventDecisions(event: CoreV1Event): Decision[] {
+  const controller = EVENT_SOURCES[event.source?.component ?? event.reportingComponent ?? ""];
+  if (!controller || !event.reason) return [];
+  const o = (event.involvedObject as CoreV1Event["involvedObject"] | undefined) ?? {};
+  const about = `${o.kind ?? ""} ${o.namespace ? `${o.namespace}/` : ""}${o.name ?? ""}`;
+  return [
+    {
+      controller,
+      kind: "event",
+      key: `event ${about} ${event.reason}`,
+      value: `${event.type} ${event.reason}`,
+    },
+  ];
+}

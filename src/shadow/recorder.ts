@@ -1,0 +1,271 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import type {
+  CoreV1Event,
+  V1Node,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1VolumeAttachment,
+} from "@kubernetes/client-node";
+import {
+  checkAccessModes,
+  getVolumeClass,
+  volumeCapacity,
+  volumeModeOf,
+} from "../persistentvolume/pv-helpers.js";
+import { compareQuantities } from "../util/quantity.js";
+import {
+  attachmentDecisions,
+  claimDecisions,
+  eventDecisions,
+  nodeDecisions,
+  volumeDecisions,
+  type Decision,
+} from "./decisions.js";
+
+/** A mutating API request as the client would have sent it. */
+export interface WriteRequest {
+  method: string;
+  /** Path and query, e.g. /api/v1/persistentvolumes/pv-1/status. */
+  path: string;
+  body: string | undefined;
+}
+
+/** The answer the controllers get instead of the apiserver's. */
+export interface RecordedResponse {
+  status: number;
+  body: unknown;
+}
+
+/** The informers' current objects, which a write would have changed. */
+export interface CurrentObjects {
+  volume(name: string): V1PersistentVolume | undefined;
+  volumes(): readonly V1PersistentVolume[];
+  claim(namespace: string, name: string): V1PersistentVolumeClaim | undefined;
+  node(name: string): V1Node | undefined;
+  volumeAttachment(name: string): V1VolumeAttachment | undefined;
+}
+
+interface Target {
+  resource: string;
+  namespace: string | undefined;
+  name: string | undefined;
+  subresource: string | undefined;
+}
+
+const CORE = /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?([a-z]+)(?:\/([^/]+))?(?:\/([a-z]+))?$/;
+const STORAGE = /^\/apis\/storage\.k8s\.io\/v1\/([a-z]+)(?:\/([^/]+))?(?:\/([a-z]+))?$/;
+
+/** The resource a request path addresses; undefined for a path no controller writes. */
+export function parseTarget(path: string): Target | undefined {
+  const pathname = path.split("?")[0] ?? "";
+  const core = CORE.exec(pathname);
+  const decode = (s: string | undefined) => {
+    try {
+      return s === undefined ? undefined : decodeURIComponent(s);
+    } catch {
+      return s; // a malformed escape: the name as sent
+    }
+  };
+  if (core) {
+    return {
+      namespace: decode(core[1]),
+      resource: core[2] ?? "",
+      name: decode(core[3]),
+      subresource: core[4],
+    };
+  }
+  const storage = STORAGE.exec(pathname);
+  if (storage) {
+    return {
+      namespace: undefined,
+      resource: storage[1] ?? "",
+      name: decode(storage[2]),
+      subresource: storage[3],
+    };
+  }
+  return undefined;
+}
+
+function parseBody(body: string | undefined): Record<string, unknown> | undefined {
+  if (body === undefined || body === "") return undefined;
+  try {
+    const parsed: unknown = JSON.parse(body);
+    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** RFC 7386 JSON merge patch (the node status patch sends its whole list, so merge suffices there). */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return patch;
+  const base =
+    target !== null && typeof target === "object" && !Array.isArray(target)
+      ? { ...(target as Record<string, unknown>) }
+      : {};
+  for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
+    if (v === null) Reflect.deleteProperty(base, k);
+    else base[k] = mergePatch(base[k], v);
+  }
+  return base;
+}
+
+/**
+ * What kvc would have written, in shadow mode: each mutating request is turned into the decisions it
+ * carries (by comparing the object as the informers have it with the object as it would be after the
+ * write) and answered as the apiserver would have answered a success, with that object, so the
+ * controllers go on as after a write and do not spin on errors. Nothing reaches the apiserver.
+ * A request that cannot be understood (unknown path, malformed body) carries no decision and gets a
+ * plausible success too: shadow mode must never make a controller fail where production would not.
+ */
+export function recordWrite(
+  req: WriteRequest,
+  current: CurrentObjects,
+): { decisions: Decision[]; confirmations: Decision[]; response: RecordedResponse } {
+  const target = parseTarget(req.path);
+  const body = parseBody(req.body);
+  const method = req.method.toUpperCase();
+  if (!target) return { decisions: [], confirmations: [], response: { status: 200, body: body ?? {} } };
+  const before = beforeOf(target, current);
+  let after: Record<string, unknown> | undefined;
+  let status = 200;
+  switch (method) {
+    case "POST":
+      after = created(body ?? {}, target.namespace);
+      status = 201;
+      break;
+    case "PUT":
+      after = body ?? (before as Record<string, unknown> | undefined);
+      break;
+    case "PATCH":
+      after = mergePatch(before ?? { metadata: { name: target.name } }, body ?? {}) as Record<
+        string,
+        unknown
+      >;
+      break;
+    default: // DELETE
+      after = undefined;
+  }
+  const decisions = decisionsOf(target, method === "POST" ? undefined : before, after, current);
+  // What the write states, compared with nothing: the same facts as already observed confirm them.
+  const stated =
+    method === "POST" || method === "DELETE" || !after
+      ? []
+      : decisionsOf(target, { metadata: { name: target.name, namespace: target.namespace } }, after, current);
+  const confirmations = stated.filter((s) => !decisions.some((d) => d.key === s.key));
+  const response =
+    method === "DELETE"
+      ? { kind: "Status", apiVersion: "v1", status: "Success", details: { name: target.name } }
+      : after;
+  return { decisions, confirmations, response: { status, body: response } };
+}
+
+function beforeOf(t: Target, current: CurrentObjects): unknown {
+  if (t.name === undefined) return undefined;
+  switch (t.resource) {
+    case "persistentvolumes":
+      return current.volume(t.name);
+    case "persistentvolumeclaims":
+      return current.claim(t.namespace ?? "", t.name);
+    case "nodes":
+      return current.node(t.name);
+    case "volumeattachments":
+      return current.volumeAttachment(t.name) ?? { metadata: { name: t.name }, spec: { source: {} } };
+    default:
+      return undefined;
+  }
+}
+
+function created(body: Record<string, unknown>, namespace: string | undefined): Record<string, unknown> {
+  const metadata = (body.metadata ?? {}) as Record<string, unknown>;
+  const generated =
+    typeof metadata.generateName === "string"
+      ? `${metadata.generateName}${randomBytes(3).toString("hex")}`
+      : "";
+  return {
+    ...body,
+    metadata: {
+      ...metadata,
+      name: typeof metadata.name === "string" && metadata.name !== "" ? metadata.name : generated,
+      ...(namespace !== undefined && { namespace }),
+      uid: randomUUID(),
+      resourceVersion: "0",
+      creationTimestamp: new Date().toISOString(),
+    },
+  };
+}
+
+function decisionsOf(
+  t: Target,
+  before: unknown,
+  after: Record<string, unknown> | undefined,
+  current: CurrentObjects,
+): Decision[] {
+  switch (t.resource) {
+    case "persistentvolumes":
+      return withTies(volumeDecisions(before as V1PersistentVolume | undefined, after), current);
+    case "persistentvolumeclaims":
+      return withTies(claimDecisions(before as V1PersistentVolumeClaim | undefined, after), current);
+    case "nodes":
+      return nodeDecisions(before as V1Node | undefined, after);
+    case "volumeattachments":
+      return attachmentDecisions(
+        before as V1VolumeAttachment | undefined,
+        after as V1VolumeAttachment | undefined,
+      );
+    case "events":
+      // A patch of an event only counts a repeat: the decision was its creation.
+      return before === undefined && after && t.name === undefined
+        ? eventDecisions(after as unknown as CoreV1Event)
+        : [];
+    default:
+      return [];
+  }
+}
+
+/**
+ * Adds to each binding the volumes upstream could as well have chosen: upstream's matcher takes the
+ * smallest matching volume, and among equally small ones whichever its map iteration meets first.
+ */
+function withTies(decisions: Decision[], current: CurrentObjects): Decision[] {
+  return decisions.map((d) => {
+    if (d.kind !== "binding") return d;
+    const [namespace = "", name = ""] = d.key.replace(/^binding pvc /, "").split("/");
+    const claim = current.claim(namespace, name);
+    const chosen = current.volume(d.value);
+    if (!claim || !chosen) return d;
+    return { ...d, equivalents: equalChoices(claim, chosen, current.volumes()) };
+  });
+}
+
+/** Available volumes other than `chosen` that satisfy the claim just as well (same size, class, mode). */
+export function equalChoices(
+  claim: V1PersistentVolumeClaim,
+  chosen: V1PersistentVolume,
+  volumes: readonly V1PersistentVolume[],
+): string[] {
+  const size = volumeCapacity(chosen);
+  if (!size) return [];
+  return volumes
+    .filter((pv) => {
+      const capacity = volumeCapacity(pv);
+      return (
+        pv.metadata?.name !== chosen.metadata?.name &&
+        // Upstream's choice may already show in the cache: bound to this very claim.
+        (pv.spec?.claimRef === undefined
+          ? // Not yet Available in the cache (no phase, Pending) is still free for upstream to take.
+            pv.status?.phase !== "Released" && pv.status?.phase !== "Failed"
+          : pv.spec.claimRef.name === claim.metadata?.name &&
+            pv.spec.claimRef.namespace === claim.metadata?.namespace) &&
+        pv.metadata?.deletionTimestamp === undefined &&
+        capacity !== undefined &&
+        compareQuantities(capacity, size) === 0 &&
+        getVolumeClass(pv) === getVolumeClass(chosen) &&
+        volumeModeOf(pv.spec) === volumeModeOf(chosen.spec) &&
+        checkAccessModes(claim, pv)
+      );
+    })
+    .map((pv) => pv.metadata?.name ?? "");
+}

@@ -1,0 +1,195 @@
+import type { CoreV1Event, KubernetesObject } from "@kubernetes/client-node";
+import { Counter, type Registry } from "prom-client";
+import type { ControllerName } from "../app/controller-names.js";
+import type { Clock } from "../runtime/clock.js";
+import type { InformerFactory } from "../runtime/informer/index.js";
+import type { ResourceType } from "../runtime/informer/resources.js";
+import type { LogSink } from "../runtime/logger.js";
+import { Comparator, OUTCOMES, type Comparison, type Outcome } from "./comparator.js";
+import {
+  attachmentDecisions,
+  claimDecisions,
+  eventDecisions,
+  nodeDecisions,
+  volumeDecisions,
+  type Decision,
+} from "./decisions.js";
+import { recordWrite, type CurrentObjects, type RecordedResponse, type WriteRequest } from "./recorder.js";
+
+export interface ShadowOptions {
+  clock: Clock;
+  graceMs: number;
+  registry: Registry;
+  logger: LogSink;
+  /** Only these controllers' decisions are compared (`--controllers`): KCM's others are not ours. */
+  controllers: ReadonlySet<ControllerName>;
+  /** How many disagreements GET /shadow lists, newest last. */
+  keepDisagreements?: number;
+}
+
+/** GET /shadow's answer. */
+export interface ShadowSummary {
+  since: string;
+  graceSeconds: number;
+  controllers: ControllerName[];
+  totals: Record<Outcome, number>;
+  decisions: { controller: ControllerName; kind: string; outcome: Outcome; count: number }[];
+  pending: number;
+  /** Some of the decisions within their grace window. */
+  waiting: { side: "kvc" | "upstream"; key: string; value: string }[];
+  disagreements: Comparison[];
+}
+
+const events: ResourceType<CoreV1Event> = {
+  groupVersionPath: "/api/v1",
+  plural: "events",
+  namespaced: true,
+  model: "CoreV1Event",
+  lister: ({ core: api }) => {
+    return ({ namespace, ...q }, o) =>
+      namespace ? api.listNamespacedEvent({ namespace, ...q }, o) : api.listEventForAllNamespaces(q, o);
+  },
+};
+
+/** The event sources KCM's volume loops report as (kvc's recorders use the same components). */
+const EVENT_SOURCES = ["persistentvolume-controller", "attachdetach-controller"];
+
+/**
+ * `kvc run --shadow`: the controllers run as in production, but their writes are recorded instead of
+ * sent (recordWrite) and compared with what KCM did, which the same informers observe. Reports as the
+ * metric kvc_shadow_decisions_total, a log line per decision that is not an agreement, and summary().
+ */
+export class ShadowMode {
+  readonly #o: ShadowOptions;
+  readonly #comparator: Comparator;
+  readonly #counter: Counter<"controller" | "kind" | "outcome">;
+  readonly #counts = new Map<
+    string,
+    { controller: ControllerName; kind: string; outcome: Outcome; count: number }
+  >();
+  readonly #disagreements: Comparison[] = [];
+  readonly #since = new Date();
+  #current: CurrentObjects | undefined;
+
+  constructor(o: ShadowOptions) {
+    this.#o = o;
+    this.#counter = new Counter({
+      name: "kvc_shadow_decisions_total",
+      help: "Decisions of kvc in shadow mode compared with kube-controller-manager's, by outcome (agree, differ, kvc-only, upstream-only, tie).",
+      labelNames: ["controller", "kind", "outcome"] as const,
+      registers: [o.registry],
+    });
+    this.#comparator = new Comparator({
+      clock: o.clock,
+      graceMs: o.graceMs,
+      onComparison: (c) => {
+        this.#count(c);
+      },
+    });
+  }
+
+  /**
+   * Watches what upstream does through `informers` (call before they start). Objects that existed
+   * before the shadow started are history, not decisions: only their later changes count.
+   */
+  observe(informers: InformerFactory): void {
+    // creationTimestamp has whole seconds.
+    const started = Math.floor(this.#since.getTime() / 1000) * 1000;
+    const isNew = (o: KubernetesObject) => Date.parse(String(o.metadata?.creationTimestamp ?? "")) >= started;
+    const watch = <T extends KubernetesObject>(
+      informer: { addEventHandler(h: object): unknown },
+      decisions: (before: T | undefined, after: T | undefined) => Decision[],
+    ) => {
+      informer.addEventHandler({
+        onAdd: (obj: T) => {
+          if (isNew(obj)) this.#observed(decisions(undefined, obj));
+        },
+        onUpdate: (old: T, obj: T) => {
+          if (old !== obj) this.#observed(decisions(old, obj));
+        },
+        onDelete: (obj: T) => {
+          this.#observed(decisions(obj, undefined));
+        },
+      });
+    };
+    const pvs = informers.persistentVolumes();
+    const pvcs = informers.persistentVolumeClaims();
+    const nodes = informers.nodes();
+    const vas = informers.volumeAttachments();
+    watch(pvs, volumeDecisions);
+    watch(pvcs, claimDecisions);
+    watch(nodes, nodeDecisions);
+    watch(vas, attachmentDecisions);
+    for (const source of EVENT_SOURCES) {
+      watch(informers.informerFor(events, { fieldSelector: `source=${source}` }), (before, after) =>
+        !before && after ? eventDecisions(after as CoreV1Event) : [],
+      );
+    }
+    this.#current = {
+      volume: (name) => pvs.store.get(name),
+      volumes: () => pvs.store.list(),
+      claim: (namespace, name) => pvcs.store.get(`${namespace}/${name}`),
+      node: (name) => nodes.store.get(name),
+      volumeAttachment: (name) => vas.store.get(name),
+    };
+  }
+
+  /** Where ApiClients sends every mutating request in shadow mode: recorded, never sent. */
+  readonly recordWrite = (req: WriteRequest): RecordedResponse => {
+    const none: CurrentObjects = {
+      volume: () => undefined,
+      volumes: () => [],
+      claim: () => undefined,
+      node: () => undefined,
+      volumeAttachment: () => undefined,
+    };
+    const { decisions, confirmations, response } = recordWrite(req, this.#current ?? none);
+    for (const d of decisions) if (this.#o.controllers.has(d.controller)) this.#comparator.intended(d);
+    for (const d of confirmations) if (this.#o.controllers.has(d.controller)) this.#comparator.confirmed(d);
+    return response;
+  };
+
+  summary(): ShadowSummary {
+    const totals = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+    for (const c of this.#counts.values()) totals[c.outcome] += c.count;
+    return {
+      since: this.#since.toISOString(),
+      graceSeconds: this.#o.graceMs / 1000,
+      controllers: [...this.#o.controllers],
+      totals,
+      decisions: [...this.#counts.values()].map((c) => ({ ...c })),
+      pending: this.#comparator.pending,
+      waiting: this.#comparator.waiting(100),
+      disagreements: [...this.#disagreements],
+    };
+  }
+
+  stop(): void {
+    this.#comparator.stop();
+  }
+
+  #observed(decisions: Decision[]): void {
+    for (const d of decisions) if (this.#o.controllers.has(d.controller)) this.#comparator.observed(d);
+  }
+
+  #count(c: Comparison): void {
+    this.#counter.inc({ controller: c.controller, kind: c.kind, outcome: c.outcome });
+    const key = `${c.controller} ${c.kind} ${c.outcome}`;
+    const entry = this.#counts.get(key) ?? {
+      controller: c.controller,
+      kind: c.kind,
+      outcome: c.outcome,
+      count: 0,
+    };
+    entry.count++;
+    this.#counts.set(key, entry);
+    if (c.outcome === "agree") return;
+    if (c.outcome === "tie") {
+      this.#o.logger.info({ shadow: c }, "shadow: equal choices, upstream took another (tie)");
+      return;
+    }
+    this.#o.logger.warn({ shadow: c }, `shadow: ${c.outcome} decision`);
+    this.#disagreements.push(c);
+    if (this.#disagreements.length > (this.#o.keepDisagreements ?? 100)) this.#disagreements.shift();
+  }
+}

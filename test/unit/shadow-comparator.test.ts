@@ -1,0 +1,180 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { FakeClock } from "../../src/runtime/clock.js";
+import { Comparator, type Comparison } from "../../src/shadow/comparator.js";
+import type { Decision } from "../../src/shadow/decisions.js";
+
+const GRACE = 30_000;
+
+function setup() {
+  const clock = new FakeClock();
+  const seen: Comparison[] = [];
+  const comparator = new Comparator({
+    clock,
+    graceMs: GRACE,
+    onComparison: (c) => seen.push(c),
+    now: () => new Date(0),
+  });
+  const outcomes = () =>
+    seen.map((c) => `${c.outcome} ${c.key} kvc=${c.kvc ?? "-"} upstream=${c.upstream ?? "-"}`);
+  return { clock, comparator, seen, outcomes };
+}
+
+const binding = (claim: string, pv: string, equivalents?: string[]): Decision => ({
+  controller: "persistentvolume-binder-controller",
+  kind: "binding",
+  key: `binding pvc ${claim}`,
+  value: pv,
+  ...(equivalents && { equivalents }),
+});
+
+describe("shadow Comparator", () => {
+  test("the same decision on both sides agrees, in either order", () => {
+    const { comparator, outcomes } = setup();
+    comparator.intended(binding("ns/a", "pv-1"));
+    comparator.observed(binding("ns/a", "pv-1"));
+    comparator.observed(binding("ns/b", "pv-2"));
+    comparator.intended(binding("ns/b", "pv-2"));
+    assert.deepEqual(outcomes(), [
+      "agree binding pvc ns/a kvc=pv-1 upstream=pv-1",
+      "agree binding pvc ns/b kvc=pv-2 upstream=pv-2",
+    ]);
+    assert.equal(comparator.pending, 0);
+  });
+
+  test("different values differ; upstream's among kvc's equal choices is a tie", () => {
+    const { comparator, outcomes } = setup();
+    comparator.intended(binding("ns/a", "pv-1"));
+    comparator.observed(binding("ns/a", "pv-9"));
+    comparator.intended(binding("ns/b", "pv-1", ["pv-2", "pv-3"]));
+    comparator.observed(binding("ns/b", "pv-3"));
+    assert.deepEqual(outcomes(), [
+      "differ binding pvc ns/a kvc=pv-1 upstream=pv-9",
+      "tie binding pvc ns/b kvc=pv-1 upstream=pv-3",
+    ]);
+  });
+
+  test("after a tie, each side's phase change of the volume it chose is part of the tie", () => {
+    const { clock, comparator, outcomes } = setup();
+    const bound = (pv: string): Decision => ({
+      controller: "persistentvolume-binder-controller",
+      kind: "phase",
+      key: `phase pv ${pv}`,
+      value: "Bound",
+      volume: pv,
+    });
+    comparator.intended(binding("ns/a", "pv-1", ["pv-2"]));
+    comparator.observed(binding("ns/a", "pv-2"));
+    comparator.intended(bound("pv-1"));
+    comparator.observed(bound("pv-2"));
+    comparator.intended(bound("pv-3"));
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), [
+      "tie binding pvc ns/a kvc=pv-1 upstream=pv-2",
+      "tie phase pv pv-1 kvc=Bound upstream=-",
+      "tie phase pv pv-2 kvc=- upstream=Bound",
+      "kvc-only phase pv pv-3 kvc=Bound upstream=-",
+    ]);
+  });
+
+  test("a write of what upstream already did confirms upstream's pending decision, and only that", () => {
+    const { clock, comparator, outcomes } = setup();
+    comparator.confirmed(binding("ns/a", "pv-1"));
+    comparator.observed(binding("ns/b", "pv-2"));
+    comparator.confirmed(binding("ns/b", "pv-3"));
+    comparator.observed(binding("ns/c", "pv-4"));
+    comparator.confirmed(binding("ns/c", "pv-4"));
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), [
+      "agree binding pvc ns/c kvc=pv-4 upstream=pv-4",
+      "upstream-only binding pvc ns/b kvc=- upstream=pv-2",
+    ]);
+  });
+
+  test("one side a few steps ahead: each value matches its own, in order", () => {
+    const { clock, comparator, outcomes } = setup();
+    const phase = (value: string): Decision => ({
+      controller: "persistentvolume-binder-controller",
+      kind: "phase",
+      key: "phase pv pv-1",
+      value,
+    });
+    comparator.observed(phase("Available"));
+    comparator.observed(phase("Bound"));
+    assert.deepEqual(
+      comparator.waiting(10).map((w) => `${w.side} ${w.value}`),
+      ["upstream Available", "upstream Bound"],
+    );
+    comparator.intended(phase("Bound"));
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), [
+      "agree phase pv pv-1 kvc=Bound upstream=Bound",
+      "upstream-only phase pv pv-1 kvc=- upstream=Available",
+    ]);
+  });
+
+  test("one side alone is counted once the grace window has passed, not before", () => {
+    const { clock, comparator, outcomes } = setup();
+    comparator.intended(binding("ns/a", "pv-1"));
+    comparator.observed(binding("ns/b", "pv-2"));
+    clock.advance(GRACE - 1);
+    assert.deepEqual(outcomes(), []);
+    assert.equal(comparator.pending, 2);
+    clock.advance(1);
+    assert.deepEqual(outcomes(), [
+      "kvc-only binding pvc ns/a kvc=pv-1 upstream=-",
+      "upstream-only binding pvc ns/b kvc=- upstream=pv-2",
+    ]);
+    assert.equal(comparator.pending, 0);
+  });
+
+  test("the other side within the window matches, however late in it", () => {
+    const { clock, comparator, outcomes } = setup();
+    comparator.intended(binding("ns/a", "pv-1"));
+    clock.advance(GRACE - 1);
+    comparator.observed(binding("ns/a", "pv-1"));
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), ["agree binding pvc ns/a kvc=pv-1 upstream=pv-1"]);
+  });
+
+  test("a decision retried by every sync (its write never lands) is counted once", () => {
+    const { clock, comparator, outcomes, seen } = setup();
+    for (let i = 0; i < 1000; i++) {
+      comparator.intended(binding("ns/a", "pv-1"));
+      clock.advance(1_000);
+    }
+    assert.deepEqual(outcomes(), ["kvc-only binding pvc ns/a kvc=pv-1 upstream=-"]);
+    assert.equal(comparator.pending, 0);
+    // Both sides see one binding twice (the PV's claimRef, then the claim's volumeName): one decision.
+    comparator.observed(binding("ns/b", "pv-2"));
+    comparator.intended(binding("ns/b", "pv-2"));
+    comparator.intended(binding("ns/b", "pv-2"));
+    comparator.observed(binding("ns/b", "pv-2"));
+    clock.advance(GRACE);
+    assert.equal(seen.length, 2);
+    assert.equal(seen[1]?.outcome, "agree");
+  });
+
+  test("after the observed state changed, kvc's repeated decision counts again", () => {
+    const { clock, comparator, outcomes } = setup();
+    comparator.intended(binding("ns/a", "pv-1"));
+    comparator.observed(binding("ns/a", "pv-9"));
+    comparator.intended(binding("ns/a", "pv-1"));
+    clock.advance(GRACE);
+    comparator.intended(binding("ns/a", "pv-1"));
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), [
+      "differ binding pvc ns/a kvc=pv-1 upstream=pv-9",
+      "kvc-only binding pvc ns/a kvc=pv-1 upstream=-",
+    ]);
+  });
+
+  test("stop() drops pending decisions and their timers", () => {
+    const { clock, comparator, outcomes } = setup();
+    comparator.intended(binding("ns/a", "pv-1"));
+    comparator.stop();
+    assert.equal(clock.pendingTimers, 0);
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), []);
+  });
+});

@@ -1,0 +1,212 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type {
+  V1Node,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1VolumeAttachment,
+} from "@kubernetes/client-node";
+import { mergePatch, recordWrite, type CurrentObjects } from "../../src/shadow/recorder.js";
+
+function pv(name: string, size: string, extra: Partial<V1PersistentVolume["spec"]> = {}): V1PersistentVolume {
+  return {
+    metadata: { name, resourceVersion: "5" },
+    spec: { capacity: { storage: size }, accessModes: ["ReadWriteOnce"], ...extra },
+    status: { phase: extra?.claimRef ? "Bound" : "Available" },
+  };
+}
+
+const claim: V1PersistentVolumeClaim = {
+  metadata: { name: "data", namespace: "ns", resourceVersion: "7" },
+  spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+  status: { phase: "Pending" },
+};
+
+function objects(volumes: V1PersistentVolume[], more: { node?: V1Node; va?: V1VolumeAttachment } = {}) {
+  return {
+    volume: (name) => volumes.find((v) => v.metadata?.name === name),
+    volumes: () => volumes,
+    claim: (namespace, name) => (namespace === "ns" && name === "data" ? claim : undefined),
+    node: (name) => (more.node?.metadata?.name === name ? more.node : undefined),
+    volumeAttachment: (name) => (more.va?.metadata?.name === name ? more.va : undefined),
+  } satisfies CurrentObjects;
+}
+
+const put = (path: string, body: unknown) => ({ method: "PUT", path, body: JSON.stringify(body) });
+
+describe("shadow recordWrite", () => {
+  test("binding a PV: the decision, with the equal-size volumes as ties, and the object as written", () => {
+    const volumes = [
+      pv("pv-1", "1Gi"),
+      pv("pv-2", "1Gi"),
+      pv("pv-big", "2Gi"),
+      pv("pv-rwx", "1Gi", { accessModes: ["ReadWriteMany"] }),
+    ];
+    const bound = {
+      ...pv("pv-1", "1Gi"),
+      spec: { ...volumes[0]?.spec, claimRef: { namespace: "ns", name: "data" } },
+    };
+    const { decisions, response } = recordWrite(
+      put("/api/v1/persistentvolumes/pv-1", bound),
+      objects(volumes),
+    );
+    assert.deepEqual(decisions, [
+      {
+        controller: "persistentvolume-binder-controller",
+        kind: "binding",
+        key: "binding pvc ns/data",
+        value: "pv-1",
+        equivalents: ["pv-2"],
+      },
+    ]);
+    assert.deepEqual(response, { status: 200, body: bound });
+  });
+
+  test("phase changes of PV and claim through their status", () => {
+    const volumes = [pv("pv-1", "1Gi")];
+    const released = { ...volumes[0], status: { phase: "Released" } };
+    const r1 = recordWrite(put("/api/v1/persistentvolumes/pv-1/status", released), objects(volumes));
+    assert.deepEqual(
+      r1.decisions.map((d) => `${d.key}=${d.value}`),
+      ["phase pv pv-1=Released"],
+    );
+    const boundClaim = { ...claim, status: { phase: "Bound" } };
+    const r2 = recordWrite(
+      put("/api/v1/namespaces/ns/persistentvolumeclaims/data/status", boundClaim),
+      objects(volumes),
+    );
+    assert.deepEqual(
+      r2.decisions.map((d) => `${d.key}=${d.value}`),
+      ["phase pvc ns/data=Bound"],
+    );
+  });
+
+  test("a finalizer removed by merge patch: the patched object is the answer", () => {
+    const protectedPV = {
+      ...pv("pv-1", "1Gi"),
+      metadata: { name: "pv-1", finalizers: ["kubernetes.io/pv-protection"] },
+    };
+    const { decisions, response } = recordWrite(
+      {
+        method: "PATCH",
+        path: "/api/v1/persistentvolumes/pv-1",
+        body: JSON.stringify({ metadata: { finalizers: null } }),
+      },
+      objects([protectedPV]),
+    );
+    assert.deepEqual(
+      decisions.map((d) => [d.controller, d.key, d.value]),
+      [
+        [
+          "persistentvolume-protection-controller",
+          "finalizer-removal pv pv-1 kubernetes.io/pv-protection",
+          "removed",
+        ],
+      ],
+    );
+    assert.deepEqual((response.body as V1PersistentVolume).metadata, { name: "pv-1" });
+  });
+
+  test("VolumeAttachments created and deleted, node volumesAttached", () => {
+    const va: V1VolumeAttachment = {
+      metadata: { name: "csi-123" },
+      spec: { attacher: "hostpath.csi.k8s.io", nodeName: "node-1", source: { persistentVolumeName: "pv-1" } },
+    };
+    const created = recordWrite(
+      { method: "POST", path: "/apis/storage.k8s.io/v1/volumeattachments", body: JSON.stringify(va) },
+      objects([]),
+    );
+    assert.deepEqual(
+      created.decisions.map((d) => `${d.key}=${d.value}`),
+      ["volume-attachment csi-123=created hostpath.csi.k8s.io pv-1 on node-1"],
+    );
+    assert.equal(created.response.status, 201);
+    assert.equal((created.response.body as V1VolumeAttachment).metadata?.name, "csi-123");
+    const deleted = recordWrite(
+      { method: "DELETE", path: "/apis/storage.k8s.io/v1/volumeattachments/csi-123", body: undefined },
+      objects([], { va }),
+    );
+    assert.deepEqual(
+      deleted.decisions.map((d) => `${d.key}=${d.value}`),
+      ["volume-attachment csi-123=deleted"],
+    );
+    const node: V1Node = { metadata: { name: "node-1" }, status: {} };
+    const patched = recordWrite(
+      {
+        method: "PATCH",
+        path: "/api/v1/nodes/node-1/status",
+        body: JSON.stringify({
+          status: {
+            volumesAttached: [
+              { name: "b", devicePath: "" },
+              { name: "a", devicePath: "" },
+            ],
+          },
+        }),
+      },
+      objects([], { node }),
+    );
+    assert.deepEqual(
+      patched.decisions.map((d) => `${d.key}=${d.value}`),
+      ["volumes-attached node node-1=a,b"],
+    );
+  });
+
+  test("events: the creation's reason counts, a repeat's patch does not; other components are not ours", () => {
+    const event = {
+      metadata: { generateName: "data." },
+      involvedObject: { kind: "PersistentVolumeClaim", namespace: "ns", name: "data" },
+      reason: "ProvisioningFailed",
+      type: "Warning",
+      source: { component: "persistentvolume-controller" },
+    };
+    const r = recordWrite(
+      { method: "POST", path: "/api/v1/namespaces/ns/events", body: JSON.stringify(event) },
+      objects([]),
+    );
+    assert.deepEqual(
+      r.decisions.map((d) => `${d.key}=${d.value}`),
+      ["event PersistentVolumeClaim ns/data ProvisioningFailed=Warning ProvisioningFailed"],
+    );
+    assert.match((r.response.body as { metadata: { name: string } }).metadata.name, /^data\.[0-9a-f]{6}$/);
+    const repeat = recordWrite(
+      { method: "PATCH", path: "/api/v1/namespaces/ns/events/data.abc", body: JSON.stringify({ count: 2 }) },
+      objects([]),
+    );
+    assert.deepEqual(repeat.decisions, []);
+    const other = recordWrite(
+      {
+        method: "POST",
+        path: "/api/v1/namespaces/ns/events",
+        body: JSON.stringify({ ...event, source: { component: "kubelet" } }),
+      },
+      objects([]),
+    );
+    assert.deepEqual(other.decisions, []);
+  });
+
+  test("hostile requests carry no decision and still get a plausible success", () => {
+    for (const req of [
+      { method: "PUT", path: "/api/v1/persistentvolumes/pv-1", body: "{not json" },
+      { method: "PUT", path: "/api/v1/persistentvolumes/pv-1", body: "[1,2]" },
+      { method: "POST", path: "/apis/storage.k8s.io/v1/volumeattachments", body: '{"spec":null}' },
+      {
+        method: "POST",
+        path: "/api/v1/namespaces/ns/events",
+        body: '{"reason":"X","source":{"component":"persistentvolume-controller"}}',
+      },
+      { method: "PATCH", path: "/weird/path", body: "null" },
+      { method: "DELETE", path: "/api/v1/namespaces/%zz/pods/x", body: undefined },
+    ]) {
+      const r = recordWrite(req, objects([pv("pv-1", "1Gi")]));
+      assert.ok(r.response.status >= 200 && r.response.status < 300, JSON.stringify(req));
+    }
+  });
+
+  test("mergePatch follows RFC 7386", () => {
+    assert.deepEqual(mergePatch({ a: 1, b: { c: 2, d: 3 }, e: [1] }, { a: null, b: { c: 4 }, e: [2] }), {
+      b: { c: 4, d: 3 },
+      e: [2],
+    });
+  });
+});
