@@ -105,7 +105,7 @@ test("kvc version prints the package version; no command is a usage error", () =
   assert.match(v.stdout, /^kube-volume-controller v\d+\.\d+\.\d+ \(node v24\./);
   const none = kvc();
   assert.equal(none.code, 2);
-  assert.match(none.stderr, /^kvc: name a command: run, dev, explain or version/);
+  assert.match(none.stderr, /^kvc: name a command: run, dev, explain, shadow report or version/);
 });
 
 test("kvc run with no cluster given says what is missing and how to give it", () => {
