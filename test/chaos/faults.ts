@@ -126,7 +126,7 @@ export async function inject(kind: FaultKind, ctx: FaultContext): Promise<Inject
       leader?.process?.child.kill("SIGKILL");
       return {
         kind,
-        detail: `SIGKILL ${leader?.name ?? "(no leader)"} ${inside ? `inside: ${inside}` : "(none seen in the round: a plain kill)"}`,
+        detail: `SIGKILL ${leader?.name ?? "(no leader)"} ${inside ? `inside: ${inside}` : `(no ${kind === "kill-in-bind" ? "bind half done" : "attach in flight"} seen in the round: a plain kill)`}`,
         at,
         ...leaderOf(leaderIdentity),
         ...(inside ? { inside } : {}),

@@ -128,12 +128,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const violations: Violation[] = [];
     for (let round = 0; round < rounds; round++) {
       const kind = plan[round];
-      // A targeted kill waits from the round's start for the half-done state, until its steps are over.
+      // A targeted kill waits from the round's start for the half-done state; its round goes on (up to
+      // 3 × its steps) until it landed, as a short round may start no bind or attach at all.
       const targeted = kind === "kill-in-bind" || kind === "kill-in-attach";
       const faultAt = targeted ? 0 : Math.floor(random() * stepsPerRound);
       const roundOver = new AbortController();
       let fault: Promise<InjectedFault> | undefined;
-      for (let i = 0; i < stepsPerRound || (round === rounds - 1 && !workload.done); i++) {
+      let landed = false;
+      for (
+        let i = 0;
+        i < stepsPerRound ||
+        (targeted && !landed && i < 3 * stepsPerRound) ||
+        (round === rounds - 1 && !workload.done);
+        i++
+      ) {
         if (kind && i === faultAt) {
           fault = inject(kind, {
             cp,
@@ -144,6 +152,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             halfDone: (what, deadline) => watchHalfDone(recorder, what, deadline),
             deadline: roundOver.signal,
           });
+          void fault.then(
+            () => (landed = true),
+            () => {},
+          );
         }
         await workload.step().catch(() => {}); // refused while the fault lasts: the next step goes on
       }
