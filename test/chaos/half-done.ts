@@ -12,9 +12,10 @@ import { uniqueVolumeName } from "./invariants.js";
 /**
  * A bind the binder started and has not finished. Upstream's write order (pv_controller.go bind, and
  * src/persistentvolume/bind.ts): PV claimRef (+ bound-by-controller), PV status Bound, claim
- * volumeName (+ bind-completed), claim status Bound. A PV the provisioner created with a claimRef is
- * not one until the binder wrote its status; a claim that names a PV that does not name it back is
- * the reverse order.
+ * volumeName (+ bind-completed), claim status Bound. A PV an external provisioner created with a
+ * claimRef is not one until the binder wrote its status (one kvc's in-tree provisioner created carries
+ * bound-by-controller, as upstream's provisionClaimOperation sets it: kvc's own sequence has begun); a
+ * claim that names a PV that does not name it back is the reverse order.
  */
 export function bindHalfDone(pv: V1PersistentVolume, claim: V1PersistentVolumeClaim): string | undefined {
   const pvToClaim = pv.spec?.claimRef?.uid !== undefined && pv.spec.claimRef.uid === claim.metadata?.uid;

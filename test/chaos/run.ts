@@ -122,23 +122,28 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 
     const plan = FAULT_KINDS.flatMap((k) => Array.from({ length: o.faults[k] }, () => k));
     shuffle(plan, random);
+    // The targeted kills first, while the workload still has claims to bind and pods to move; the
+    // binds before the attaches, which need bound claims.
+    const rank = (k: FaultKind) => (k === "kill-in-bind" ? 0 : k === "kill-in-attach" ? 1 : 2);
+    plan.sort((a, b) => rank(a) - rank(b));
     const rounds = Math.max(1, plan.length);
     const stepsPerRound = Math.ceil((o.claims * 2.2 + o.moves * 1.5) / rounds);
     const faults: FaultRecord[] = [];
     const violations: Violation[] = [];
     for (let round = 0; round < rounds; round++) {
       const kind = plan[round];
-      // A targeted kill waits from the round's start for the half-done state; its round goes on (up to
-      // 3 × its steps) until it landed, as a short round may start no bind or attach at all.
-      const targeted = kind === "kill-in-bind" || kind === "kill-in-attach";
-      const faultAt = targeted ? 0 : Math.floor(random() * stepsPerRound);
+      // A targeted kill waits from the round's start for the half-done state, its round's steps start
+      // that work while the workload has some left, and the round goes on (up to 3 × its steps) until
+      // the kill landed.
+      const work = kind === "kill-in-bind" ? "bind" : kind === "kill-in-attach" ? "attach" : undefined;
+      const faultAt = work ? 0 : Math.floor(random() * stepsPerRound);
       const roundOver = new AbortController();
       let fault: Promise<InjectedFault> | undefined;
       let landed = false;
       for (
         let i = 0;
         i < stepsPerRound ||
-        (targeted && !landed && i < 3 * stepsPerRound) ||
+        (work && !landed && i < 3 * stepsPerRound) ||
         (round === rounds - 1 && !workload.done);
         i++
       ) {
@@ -157,7 +162,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             () => {},
           );
         }
-        await workload.step().catch(() => {}); // refused while the fault lasts: the next step goes on
+        // Refused while the fault lasts: the next step goes on.
+        await (work && !landed ? workload.stepToward(work) : workload.step()).catch(() => {});
       }
       roundOver.abort();
       const injected = await fault;
