@@ -121,16 +121,17 @@ export class Workload {
 
   /**
    * A step that starts the work a targeted kill waits for, while the workload has some left: a new
-   * claim (a bind); a pod moved, or created (an attach). Else a random step.
+   * claim (a bind); a pod created, or moved (an attach). Else a random step.
    */
   async stepToward(work: "bind" | "attach"): Promise<string> {
     if (work === "bind" && this.claimsCreated < this.o.claims) return this.#createClaim();
     if (work === "attach") {
+      // A new pod before a move: moves are few, and the other rounds need some.
       const pods = this.#ownPods();
-      if (pods.length > 0 && this.movesDone < this.o.moves) return this.#movePod(this.#pick(pods));
       const free = this.#freeCsiClaims();
       if (pods.length < this.o.pods && free.length > 0)
         return this.#createPod(this.#pick(free), this.#pick(this.#nodes));
+      if (pods.length > 0 && this.movesDone < this.o.moves) return this.#movePod(this.#pick(pods));
     }
     return this.step();
   }
