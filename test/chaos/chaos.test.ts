@@ -18,7 +18,16 @@ test("chaos: no invariant breaks under kills, pauses, restarts, partitions and w
     pods: 4,
     moves: 6,
     nodes: 3,
-    faults: { kill: 2, sigstop: 1, apiserver: 1, etcd: 1, partition: 1, watchcut: 1 },
+    faults: {
+      kill: 2,
+      "kill-in-bind": 1,
+      "kill-in-attach": 1,
+      sigstop: 1,
+      apiserver: 1,
+      etcd: 1,
+      partition: 1,
+      watchcut: 1,
+    },
     leaseDurationMs: 4000,
     renewDeadlineMs: 3000,
     retryPeriodMs: 500,
@@ -31,7 +40,7 @@ test("chaos: no invariant breaks under kills, pauses, restarts, partitions and w
   const summary = summarize(report);
   console.log(summary);
   assert.deepEqual(report.violations, [], summary);
-  assert.equal(report.faults.length, 7, summary);
+  assert.equal(report.faults.length, 9, summary);
   for (const f of report.faults)
     assert.ok(f.settledMs !== undefined, `${f.detail} never settled\n${summary}`);
   // Not vacuous: states were watched, kvc wrote, and the lease changed hands.

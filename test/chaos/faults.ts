@@ -11,7 +11,16 @@ import type { PartitionKind, TcpProxy } from "../support/tcp-proxy.js";
  * own TCP proxy to the apiserver, and the faults the run injects into them and the control plane.
  */
 
-export const FAULT_KINDS = ["kill", "sigstop", "apiserver", "etcd", "partition", "watchcut"] as const;
+export const FAULT_KINDS = [
+  "kill",
+  "kill-in-bind",
+  "kill-in-attach",
+  "sigstop",
+  "apiserver",
+  "etcd",
+  "partition",
+  "watchcut",
+] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export class Replica {
@@ -72,6 +81,13 @@ export interface FaultContext {
   holder(): string | undefined;
   leaseDurationMs: number;
   random: () => number;
+  /**
+   * For the targeted kills: resolves with the half-done state of a bind or an attach once the watches
+   * show one, or undefined once `deadline` aborts (the kill then lands wherever the work is).
+   */
+  halfDone(kind: "bind" | "attach", deadline: AbortSignal): Promise<string | undefined>;
+  /** Aborts when the round's workload is over. */
+  deadline: AbortSignal;
 }
 
 /** The fault as injected; `leader` is the identity the fault hit, when it hit the leader. */
@@ -80,10 +96,21 @@ export interface InjectedFault {
   detail: string;
   at: number;
   leader?: string;
+  /** For a targeted kill: the half-done state it landed in (absent: none was seen, a plain kill). */
+  inside?: string;
+}
+
+/** The faults that kill the leader (its writes after `at` are not the new leader's). */
+export function killsLeader(kind: FaultKind): boolean {
+  return kind === "kill" || kind === "kill-in-bind" || kind === "kill-in-attach" || kind === "sigstop";
 }
 
 /** Injects one fault and returns once it is over (the process resumed, the path healed, …). */
 export async function inject(kind: FaultKind, ctx: FaultContext): Promise<InjectedFault> {
+  const inside =
+    kind === "kill-in-bind" || kind === "kill-in-attach"
+      ? await ctx.halfDone(kind === "kill-in-bind" ? "bind" : "attach", ctx.deadline)
+      : undefined;
   const leaderIdentity = ctx.holder();
   const leader = ctx.replicas.find((r) => leaderIdentity && r.identity() === leaderIdentity);
   const at = Date.now();
@@ -94,6 +121,16 @@ export async function inject(kind: FaultKind, ctx: FaultContext): Promise<Inject
     case "kill":
       leader?.process?.child.kill("SIGKILL");
       return { kind, detail: `SIGKILL ${leader?.name ?? "(no leader)"}`, at, ...leaderOf(leaderIdentity) };
+    case "kill-in-bind":
+    case "kill-in-attach":
+      leader?.process?.child.kill("SIGKILL");
+      return {
+        kind,
+        detail: `SIGKILL ${leader?.name ?? "(no leader)"} ${inside ? `inside: ${inside}` : `(no ${kind === "kill-in-bind" ? "bind half done" : "attach in flight"} seen in the round: a plain kill)`}`,
+        at,
+        ...leaderOf(leaderIdentity),
+        ...(inside ? { inside } : {}),
+      };
     case "sigstop": {
       const p = leader?.process;
       p?.child.kill("SIGSTOP");

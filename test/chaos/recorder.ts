@@ -22,6 +22,7 @@ export class Recorder {
   readonly observations: Observation[] = [];
   readonly terms: LeaseTerm[] = [];
   readonly world: World;
+  readonly #listeners = new Set<(o: Observation) => void>();
   readonly #informers: InformerFactory;
   readonly #coordination: CoordinationV1Api;
   readonly #core: CoreV1Api;
@@ -63,6 +64,12 @@ export class Recorder {
     return events.items.map((e) => ({ uid: e.involvedObject.uid ?? "", reason: e.reason ?? "" }));
   }
 
+  /** Calls `listener` with each state the watches deliver, once the world holds it, until the return is called. */
+  subscribe(listener: (o: Observation) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
   /** A copy of the world as the watches last saw it. */
   snapshot(): World {
     const w = this.world;
@@ -79,9 +86,11 @@ export class Recorder {
     const map = new Map<string, ObjectKinds[K]>();
     const push = (object: ObjectKinds[K], deleted: boolean) => {
       const rv = Number(object.metadata?.resourceVersion);
-      this.observations.push({ kind, rv, at: Date.now(), object, deleted } as Observation);
+      const o = { kind, rv, at: Date.now(), object, deleted } as Observation;
+      this.observations.push(o);
       if (deleted) map.delete(keyOf(object));
       else map.set(keyOf(object), object);
+      for (const l of this.#listeners) l(o);
     };
     informer.addEventHandler({
       onAdd: (o) => {

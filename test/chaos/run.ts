@@ -12,7 +12,8 @@ import { readAuditLog, type AuditEvent } from "../support/audit.js";
 import { killAllKvc } from "../support/kvc-process.js";
 import { mulberry32 } from "../support/random.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
-import { FAULT_KINDS, inject, Replica, type FaultKind, type InjectedFault } from "./faults.js";
+import { FAULT_KINDS, inject, killsLeader, Replica, type FaultKind, type InjectedFault } from "./faults.js";
+import { halfDone } from "./half-done.js";
 import { isLeaderElectionWrite, replicaOf } from "./history.js";
 import { checkHistory, checkObservations, checkSettled, type Violation } from "./invariants.js";
 import { Recorder } from "./recorder.js";
@@ -121,15 +122,31 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 
     const plan = FAULT_KINDS.flatMap((k) => Array.from({ length: o.faults[k] }, () => k));
     shuffle(plan, random);
+    // The targeted kills first, while the workload still has claims to bind and pods to move; the
+    // binds before the attaches, which need bound claims.
+    const rank = (k: FaultKind) => (k === "kill-in-bind" ? 0 : k === "kill-in-attach" ? 1 : 2);
+    plan.sort((a, b) => rank(a) - rank(b));
     const rounds = Math.max(1, plan.length);
     const stepsPerRound = Math.ceil((o.claims * 2.2 + o.moves * 1.5) / rounds);
     const faults: FaultRecord[] = [];
     const violations: Violation[] = [];
     for (let round = 0; round < rounds; round++) {
       const kind = plan[round];
-      const faultAt = Math.floor(random() * stepsPerRound);
+      // A targeted kill waits from the round's start for the half-done state, its round's steps start
+      // that work while the workload has some left, and the round goes on (up to 3 × its steps) until
+      // the kill landed.
+      const work = kind === "kill-in-bind" ? "bind" : kind === "kill-in-attach" ? "attach" : undefined;
+      const faultAt = work ? 0 : Math.floor(random() * stepsPerRound);
+      const roundOver = new AbortController();
       let fault: Promise<InjectedFault> | undefined;
-      for (let i = 0; i < stepsPerRound || (round === rounds - 1 && !workload.done); i++) {
+      let landed = false;
+      for (
+        let i = 0;
+        i < stepsPerRound ||
+        (work && !landed && i < 3 * stepsPerRound) ||
+        (round === rounds - 1 && !workload.done);
+        i++
+      ) {
         if (kind && i === faultAt) {
           fault = inject(kind, {
             cp,
@@ -137,10 +154,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             holder: () => recorder.holder,
             leaseDurationMs: o.leaseDurationMs,
             random,
+            halfDone: (what, deadline) => watchHalfDone(recorder, what, deadline),
+            deadline: roundOver.signal,
           });
+          void fault.then(
+            () => (landed = true),
+            () => {},
+          );
         }
-        await workload.step().catch(() => {}); // refused while the fault lasts: the next step goes on
+        // Refused while the fault lasts: the next step goes on.
+        await (work && !landed ? workload.stepToward(work) : workload.step()).catch(() => {});
       }
+      roundOver.abort();
       const injected = await fault;
       const settled = await waitSettled(recorder, o.settleTimeoutMs);
       if (injected) {
@@ -211,6 +236,34 @@ async function waitSettled(
   }
 }
 
+/** The first half-done state of `kind` the watches show, or undefined once `deadline` aborts. */
+function watchHalfDone(
+  recorder: Recorder,
+  kind: "bind" | "attach",
+  deadline: AbortSignal,
+): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const now = halfDone(kind, recorder.world);
+    if (now !== undefined || deadline.aborted) {
+      resolve(now);
+      return;
+    }
+    const finish = (state: string | undefined) => {
+      unsubscribe();
+      deadline.removeEventListener("abort", onAbort);
+      resolve(state);
+    };
+    const onAbort = () => {
+      finish(undefined);
+    };
+    const unsubscribe = recorder.subscribe((o) => {
+      const state = halfDone(kind, recorder.world, o);
+      if (state !== undefined) finish(state);
+    });
+    deadline.addEventListener("abort", onAbort);
+  });
+}
+
 /** When kvc first got a write applied after the fault, by another replica than the leader it hit. */
 function firstWriteAfter(audit: readonly AuditEvent[], f: InjectedFault): number | undefined {
   for (const e of audit) {
@@ -218,7 +271,7 @@ function firstWriteAfter(audit: readonly AuditEvent[], f: InjectedFault): number
     const replica = replicaOf(e.userAgent);
     const code = e.responseStatus?.code ?? 0;
     if (at < f.at || !replica || isLeaderElectionWrite(e) || code < 200 || code >= 300) continue;
-    if (f.leader && replica === f.leader && (f.kind === "kill" || f.kind === "sigstop")) continue;
+    if (f.leader && replica === f.leader && killsLeader(f.kind)) continue;
     return at;
   }
   return undefined;
@@ -261,6 +314,13 @@ export function summarize(r: ChaosReport): string {
       `| ${kind} | ${fs.length} | ${w.p50 ?? "-"} / ${w.p99 ?? "-"} | ${s.p50 ?? "-"} / ${s.p99 ?? "-"} |`,
     );
   }
+  for (const kind of ["kill-in-bind", "kill-in-attach"] as const) {
+    const fs = r.faults.filter((f) => f.kind === kind);
+    if (fs.length > 0)
+      lines.push(
+        `${kind}: ${fs.filter((f) => f.inside).length} of ${fs.length} landed inside (the rest: plain kills)`,
+      );
+  }
   lines.push(`invariant violations: ${r.violations.length}`);
   for (const v of r.violations) lines.push(`  ${v.invariant}: ${v.message}`);
   return lines.join("\n");
@@ -277,6 +337,18 @@ async function main(): Promise<void> {
       moves: { type: "number", default: 20, describe: "pod moves between nodes" },
       nodes: { type: "number", default: 3 },
       kills: { type: "number", default: 2, describe: "kill -9 of the leader" },
+      "kills-in-bind": {
+        type: "number",
+        default: 1,
+        describe:
+          "kill -9 of the leader once the watches see a bind half done (else, at the round's end, a plain kill)",
+      },
+      "kills-in-attach": {
+        type: "number",
+        default: 1,
+        describe:
+          "kill -9 of the leader once the watches see an attach in flight (else, at the round's end, a plain kill)",
+      },
       sigstops: {
         type: "number",
         default: 1,
@@ -311,6 +383,8 @@ async function main(): Promise<void> {
     nodes: argv.nodes,
     faults: {
       kill: argv.kills,
+      "kill-in-bind": argv["kills-in-bind"],
+      "kill-in-attach": argv["kills-in-attach"],
       sigstop: argv.sigstops,
       apiserver: argv["apiserver-restarts"],
       etcd: argv["etcd-restarts"],

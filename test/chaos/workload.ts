@@ -90,7 +90,7 @@ export class Workload {
     const pods = this.#ownPods();
     if (this.claimsCreated < this.o.claims && r < 0.45) return this.#createClaim();
     if (r < 0.6) {
-      const free = this.#boundCsiClaims().filter((c) => !this.#usedBy(c.metadata?.name ?? ""));
+      const free = this.#freeCsiClaims();
       if (pods.length < this.o.pods && free.length > 0)
         return this.#createPod(this.#pick(free), this.#pick(this.#nodes));
     }
@@ -119,6 +119,23 @@ export class Workload {
     return this.claimsCreated < this.o.claims ? this.#createClaim() : "nothing";
   }
 
+  /**
+   * A step that starts the work a targeted kill waits for, while the workload has some left: a new
+   * claim (a bind); a pod created, or moved (an attach). Else a random step.
+   */
+  async stepToward(work: "bind" | "attach"): Promise<string> {
+    if (work === "bind" && this.claimsCreated < this.o.claims) return this.#createClaim();
+    if (work === "attach") {
+      // A new pod before a move: moves are few, and the other rounds need some.
+      const pods = this.#ownPods();
+      const free = this.#freeCsiClaims();
+      if (pods.length < this.o.pods && free.length > 0)
+        return this.#createPod(this.#pick(free), this.#pick(this.#nodes));
+      if (pods.length > 0 && this.movesDone < this.o.moves) return this.#movePod(this.#pick(pods));
+    }
+    return this.step();
+  }
+
   #pick<T>(xs: readonly T[]): T {
     return xs[Math.floor(this.o.random() * xs.length)]!;
   }
@@ -137,6 +154,11 @@ export class Workload {
 
   #usedBy(claim: string): boolean {
     return [...this.#pods.values()].some((p) => p.claim === claim);
+  }
+
+  /** Bound CSI claims no pod of its uses: a pod for one needs an attach. */
+  #freeCsiClaims(): V1PersistentVolumeClaim[] {
+    return this.#boundCsiClaims().filter((c) => !this.#usedBy(c.metadata?.name ?? ""));
   }
 
   #boundCsiClaims(): V1PersistentVolumeClaim[] {
