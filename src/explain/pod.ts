@@ -474,7 +474,11 @@ function explainVolume(
   // or with an active pod wanting it.
   const users = world.users(uniqueName).filter((p) => p.metadata?.uid !== pod.metadata?.uid);
   const otherNames = new Set<string>(world.nodesReporting(uniqueName));
-  for (const u of users) if (u.spec?.nodeName && !isPodTerminated(u)) otherNames.add(u.spec.nodeName);
+  // As processPodVolumes: only pods on managed nodes are wanted by the controller.
+  for (const u of users) {
+    const n = u.spec?.nodeName;
+    if (n && !isPodTerminated(u) && isManaged(world.node(n))) otherNames.add(n);
+  }
   otherNames.delete(nodeName);
   for (const other of [...otherNames].sort()) {
     const attachment = statusOn(other);
@@ -568,12 +572,16 @@ function explainVolume(
 }
 
 function multiAttachSuggestion(holder: PodVolumeExplanation["otherNodes"][number]): string {
+  const taint = `kubectl taint node ${holder.node} node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`;
   const active = holder.detach.pods.filter((p) => p.active).map((p) => p.name);
   if (active.length > 0) {
-    return `pod(s) ${active.join(", ")} on node ${holder.node} must end first; if the node is down, taint it: kubectl taint node ${holder.node} node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`;
+    return `pod(s) ${active.join(", ")} on node ${holder.node} must end first; if the node is down, taint it: ${taint}`;
   }
   if (holder.detach.forceDetach === "never") {
-    return `the kubelet on ${holder.node} must unmount it; if the node is down, taint it: kubectl taint node ${holder.node} node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`;
+    return `the kubelet on ${holder.node} must unmount it; if the node is down, taint it: ${taint}`;
+  }
+  if (holder.detach.forceDetach === "timeout") {
+    return `wait for the forced detach from ${holder.node}; if the node is down for good, taint it to detach now: ${taint}`;
   }
   return `wait for the detach from ${holder.node}`;
 }
