@@ -327,6 +327,18 @@ describe("explainPod: multi-attach", () => {
     );
     assert.equal(only(both).conclusion.kind, "WaitingForController");
     assert.match(only(both).conclusion.message, /also wanted on node n2: only one node can attach it/);
+    // A pod on a node the controller does not manage wants nothing from it (processPodVolumes).
+    const unmanaged = explainPod(
+      inputs({
+        pod: p,
+        pods: [p, old(false)],
+        claims: [claim],
+        volumes: [pv],
+        nodes: [node("n1"), node("n2", { managed: false })],
+      }),
+    );
+    assert.deepEqual(only(unmanaged).otherNodes, []);
+    assert.doesNotMatch(only(unmanaged).conclusion.message, /also wanted/);
   });
 });
 
