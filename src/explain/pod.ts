@@ -13,6 +13,7 @@ import { resolveAttachableVolume } from "../attachdetach/cache/desired-state-of-
 import { isMultiAttachAllowed } from "../attachdetach/operation-executor.js";
 import { nodeHealthFrom } from "../attachdetach/reconciler.js";
 import { CONTROLLER_MANAGED_ATTACH_ANNOTATION, createVolumeSpec } from "../attachdetach/util.js";
+import { errorMessage } from "../runtime/api-errors.js";
 import { silentLogger } from "../runtime/logger.js";
 import { ephemeralClaimName } from "../volume/ephemeral.js";
 import type { VolumeAttachmentApi } from "../volume/csi/attacher.js";
@@ -384,7 +385,7 @@ function explainVolume(
   try {
     spec = createVolumeSpec(pod, podVolume, world.lookups);
   } catch (err) {
-    const message = (err as Error).message;
+    const message = errorMessage(err);
     const pvc = claim ? world.lookups.getClaim(namespace, claim) : undefined;
     if (pvc && (pvc.status?.phase !== "Bound" || !pvc.spec?.volumeName)) {
       suggestions.add(`kvc explain pvc ${claim ?? ""} -n ${namespace}`);
@@ -415,10 +416,7 @@ function explainVolume(
     attachable = world.plugins.findAttachablePluginBySpec(spec);
   } catch (err) {
     if (!(err instanceof NoPluginMatchedError)) {
-      return conclude(
-        "CannotResolve",
-        `the controller's plugins cannot handle it: ${(err as Error).message}`,
-      );
+      return conclude("CannotResolve", `the controller's plugins cannot handle it: ${errorMessage(err)}`);
     }
     result.attachable = false;
     if (podVolume.flexVolume || spec.persistentVolume?.spec?.flexVolume) {
@@ -446,7 +444,7 @@ function explainVolume(
   try {
     uniqueName = resolveAttachableVolume(world.plugins, spec).volumeName;
   } catch (err) {
-    return conclude("CannotResolve", (err as Error).message);
+    return conclude("CannotResolve", errorMessage(err));
   }
   result.uniqueName = uniqueName;
   const multiAttach = isMultiAttachAllowed(spec);

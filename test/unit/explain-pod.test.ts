@@ -351,3 +351,28 @@ test("render: human output names the conclusion; json and yaml carry the same ob
   assert.match(human, /Conclusion: WaitingForController: volume data: /);
   assert.deepEqual(JSON.parse(render(r, "json", noPaint)), load(render(r, "yaml", noPaint)));
 });
+
+test("hostile objects give a conclusion, never a throw", () => {
+  const { claim, pv } = boundCSI("data");
+  const stolen: V1PersistentVolume = {
+    ...pv,
+    spec: { ...pv.spec, claimRef: { name: "data", namespace: "app", uid: "other" } },
+  };
+  const p = pod("web", "n1", [claimVolume("data"), { name: "bare" }, { name: "eph", ephemeral: {} }]);
+  const r = explainPod(
+    inputs({
+      pod: p,
+      claims: [claim],
+      volumes: [stolen],
+      nodes: [{ metadata: { name: "n1", annotations: { [CONTROLLER_MANAGED_ATTACH_ANNOTATION]: "" } } }],
+      volumeAttachments: [{ metadata: {}, spec: {} } as V1VolumeAttachment],
+    }),
+  );
+  assert.deepEqual(
+    r.volumes.map((v) => v.conclusion.kind),
+    ["CannotResolve", "NotAttachable", "CannotResolve"],
+  );
+  assert.match(r.volumes[0]?.conclusion.message ?? "", /does not point to claim.UID/);
+  assert.equal(r.conclusion.kind, "CannotResolve");
+  assert.equal(r.node?.ready, false);
+});
