@@ -183,7 +183,9 @@ export function explainPod(inputs: PodInputs): PodExplanation {
           volume: shown.name,
           message: blocking
             ? `volume ${shown.name}: ${shown.conclusion.message}`
-            : "every volume that needs attaching is attached and reported to the kubelet",
+            : shown.conclusion.kind === "Attached"
+              ? "every volume that needs attaching is attached and reported to the kubelet"
+              : "no volume needs attaching (or all are detached)",
         }
       : { kind: "NotAttachable", volume: null, message: "the pod has no volumes" },
     suggestions: [...suggestions],

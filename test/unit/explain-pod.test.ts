@@ -195,6 +195,7 @@ describe("explainPod: one conclusion per case, from the controller's own code", 
       ],
     );
     assert.equal(ri.conclusion.kind, "NotAttachable");
+    assert.match(ri.conclusion.message, /no volume needs attaching/);
   });
 
   test("NodeNotManaged, NotScheduled", () => {
