@@ -73,7 +73,8 @@ const COMMANDS: CommandModule[] = [
   },
   {
     command: "explain",
-    describe: "Explain, read-only, why a claim is Pending (kubectl's connection flags; see docs/explain.md).",
+    describe:
+      "Explain, read-only, why a claim is Pending or a pod's volume is not attached (kubectl's connection flags; see docs/explain.md).",
     builder: async (y) => (await import("../explain/command.js")).explainCommand(y),
     handler: () => {},
   },

@@ -3,6 +3,7 @@ import { errorMessage, isNotFound } from "../runtime/api-errors.js";
 import { ApiClients, loadKubeConfig } from "../runtime/client.js";
 import { ANN_SELECTED_NODE } from "../persistentvolume/annotations.js";
 import type { ClaimInputs } from "./claim.js";
+import type { PodInputs } from "./pod.js";
 import type { VolumeInputs } from "./volume.js";
 
 /** kubectl's connection flags, as `kvc explain` takes them. */
@@ -84,6 +85,31 @@ export class ClusterReader {
       ),
     ]);
     return { volume, claim, events };
+  }
+
+  /**
+   * Everything explainPod reads; undefined when the pod does not exist. Claims and pods of every
+   * namespace: another namespace's pod may hold the volume on another node.
+   */
+  async podInputs(name: string, now = new Date()): Promise<PodInputs | undefined> {
+    const { core, storage } = this.#clients;
+    const namespace = this.namespace;
+    let pod;
+    try {
+      pod = await core.readNamespacedPod({ namespace, name });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw new Error(`reading Pod ${namespace}/${name}: ${errorMessage(err)}`, { cause: err });
+    }
+    const [nodes, pods, claims, volumes, csiDrivers, volumeAttachments] = await Promise.all([
+      listAll("Nodes", (p) => core.listNode(p)),
+      listAll("Pods", (p) => core.listPodForAllNamespaces(p)),
+      listAll("PersistentVolumeClaims", (p) => core.listPersistentVolumeClaimForAllNamespaces(p)),
+      listAll("PersistentVolumes", (p) => core.listPersistentVolume(p)),
+      listAll("CSIDrivers", (p) => storage.listCSIDriver(p)),
+      listAll("VolumeAttachments", (p) => storage.listVolumeAttachment(p)),
+    ]);
+    return { pod, nodes, pods, claims, volumes, csiDrivers, volumeAttachments, now };
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Argv } from "yargs";
 import { explainClaim } from "./claim.js";
+import { explainPod } from "./pod.js";
 import { explainVolume } from "./volume.js";
 import { ClusterReader } from "./cluster.js";
 import { noPaint, OUTPUT_FORMATS, paintFor, render, type OutputFormat } from "./render.js";
@@ -15,7 +16,7 @@ export function explainCommand(y: Argv): Argv {
     .option("namespace", {
       alias: "n",
       type: "string",
-      describe: "The claim's namespace (default: the context's)",
+      describe: "The claim's or pod's namespace (default: the context's)",
     })
     .option("output", {
       alias: "o",
@@ -53,7 +54,22 @@ export function explainCommand(y: Argv): Argv {
           );
         }),
     )
-    .demandCommand(1, "name what to explain: pvc NAME or pv NAME")
+    .command(
+      ["pod <name>", "po <name>"],
+      "Why a pod's volumes are (not) attached: plugin, VolumeAttachment, multi-attach, node status, pending detach, from the attach/detach controller's own code.",
+      (c) => c.positional("name", { type: "string", demandOption: true }),
+      (argv) =>
+        reportErrors(async () => {
+          const reader = new ClusterReader(argv);
+          const inputs = await reader.podInputs(argv.name);
+          if (!inputs) throw new Error(`Pod ${reader.namespace}/${argv.name} not found`);
+          const format = argv.output as OutputFormat;
+          process.stdout.write(
+            render(explainPod(inputs), format, format === "human" ? paintFor(process.stdout) : noPaint),
+          );
+        }),
+    )
+    .demandCommand(1, "name what to explain: pvc NAME, pv NAME or pod NAME")
     .strict();
 }
 

@@ -1,6 +1,7 @@
 import { styleText } from "node:util";
 import { dump } from "js-yaml";
 import type { ClaimExplanation, VolumeVerdict } from "./claim.js";
+import type { PodExplanation } from "./pod.js";
 import type { VolumeExplanation } from "./volume.js";
 
 export const OUTPUT_FORMATS = ["human", "json", "yaml"] as const;
@@ -20,13 +21,97 @@ export const paintFor =
 export const noPaint: Paint = (_, text) => text;
 
 export function render(
-  report: ClaimExplanation | VolumeExplanation,
+  report: ClaimExplanation | VolumeExplanation | PodExplanation,
   format: OutputFormat,
   paint: Paint,
 ): string {
   if (format === "json") return `${JSON.stringify(report, null, 2)}\n`;
   if (format === "yaml") return dump(report, { noRefs: true, lineWidth: -1 });
-  return report.kind === "ClaimExplanation" ? renderClaim(report, paint) : renderVolume(report, paint);
+  switch (report.kind) {
+    case "ClaimExplanation":
+      return renderClaim(report, paint);
+    case "VolumeExplanation":
+      return renderVolume(report, paint);
+    case "PodExplanation":
+      return renderPod(report, paint);
+  }
+}
+
+function renderPod(r: PodExplanation, paint: Paint): string {
+  const p = r.pod;
+  const lines = [
+    `${paint("bold", `Pod ${p.namespace}/${p.name}`)}: ${p.phase}${p.terminated ? " (terminated)" : ""}`,
+  ];
+  const row = (indent: string, name: string, value: string) =>
+    lines.push(`${indent}${`${name}:`.padEnd(22)}${value}`);
+  if (r.node) {
+    const n = r.node;
+    const state = !n.exists
+      ? paint("red", "does not exist")
+      : [
+          n.managed
+            ? "managed by the attach/detach controller"
+            : paint("yellow", "not managed (its kubelet attaches)"),
+          n.ready ? "Ready" : paint("red", "not Ready"),
+          ...(n.outOfService ? [paint("yellow", "out-of-service")] : []),
+        ].join(", ");
+    row("  ", "node", `${n.name}: ${state}`);
+  } else {
+    row("  ", "node", "<not scheduled>");
+  }
+  for (const v of r.volumes) {
+    lines.push("", paint("bold", `Volume ${v.name}`) + ` (${v.source}${v.claim ? ` ${v.claim}` : ""})`);
+    const put = (name: string, value: string | null | undefined) => {
+      if (value !== null && value !== undefined) row("    ", name, value);
+    };
+    put("persistent volume", v.persistentVolume);
+    put("plugin", v.plugin && (v.driver ? `${v.plugin} (driver ${v.driver})` : v.plugin));
+    put("migrated from", v.migratedFrom);
+    if (v.attachable !== null) {
+      const required = v.attachRequired === null ? "" : `, CSIDriver attachRequired: ${v.attachRequired}`;
+      put("attachable", `${v.attachable ? "yes" : "no"}${required}`);
+    }
+    put("unique name", v.uniqueName);
+    if (v.multiAttachAllowed !== null)
+      put("multi-attach", v.multiAttachAllowed ? "allowed" : "no (one node at a time)");
+    if (v.attachment) put("VolumeAttachment", attachmentText(v.attachment, paint));
+    if (v.nodeStatus) {
+      put(
+        "node status",
+        `volumesAttached: ${v.nodeStatus.volumesAttached ? "yes" : "no"}, volumesInUse: ${v.nodeStatus.volumesInUse ? "yes" : "no"}`,
+      );
+    }
+    for (const o of v.otherNodes) {
+      put(
+        `on node ${o.node}`,
+        `${o.attached ? paint("yellow", "attached") : "not attached"}${o.attachment ? ` (${attachmentText(o.attachment, paint)})` : ""}; ${o.detach.message}`,
+      );
+    }
+    if (v.detach) put("detach", v.detach.message);
+    const ok = v.conclusion.kind === "Attached" || v.conclusion.kind === "NotAttachable";
+    lines.push(`    => ${paint(ok ? "green" : "cyan", v.conclusion.kind)}: ${v.conclusion.message}`);
+  }
+  lines.push(
+    "",
+    `${paint("bold", "Conclusion")}: ${paint("cyan", r.conclusion.kind)}: ${r.conclusion.message}`,
+  );
+  if (r.suggestions.length) {
+    lines.push("", paint("bold", "What you can change:"));
+    for (const s of r.suggestions) lines.push(`  - ${s}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+function attachmentText(
+  a: NonNullable<PodExplanation["volumes"][number]["attachment"]>,
+  paint: Paint,
+): string {
+  if (!a.exists) return `${a.name}: none`;
+  const parts = [`${a.name}: attached=${String(a.attached)}`];
+  if (a.deleting) parts.push("deleting");
+  if (a.attachError) parts.push(`${paint("red", "attachError")}: ${a.attachError.message}`);
+  if (a.detachError) parts.push(`${paint("red", "detachError")}: ${a.detachError.message}`);
+  return parts.join(", ");
 }
 
 function renderVolume(r: VolumeExplanation, paint: Paint): string {

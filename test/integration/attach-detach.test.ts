@@ -20,6 +20,7 @@ import { attachmentName } from "../../src/volume/csi/attachment-name.js";
 import { waitGone } from "../support/api.js";
 import {
   attachWhenAsked,
+  boundCSIClaim,
   readAttachment,
   createManagedNode,
   setNodeReady,
@@ -96,38 +97,8 @@ describe("attach/detach controller on a real apiserver", () => {
     setNodeVolumesInUse(core, node, handles.map(uniqueName));
 
   /** A CSI PV and a claim bound to it, as the binder leaves them. */
-  async function boundClaim(handle: string, accessMode = "ReadWriteOnce"): Promise<string> {
-    const claimName = `claim-${handle}`;
-    const pvc = await core.createNamespacedPersistentVolumeClaim({
-      namespace: NS,
-      body: {
-        metadata: { name: claimName },
-        spec: {
-          accessModes: [accessMode],
-          resources: { requests: { storage: "1Gi" } },
-          volumeName: `pv-${handle}`,
-          storageClassName: "",
-        },
-      },
-    });
-    await core.createPersistentVolume({
-      body: {
-        metadata: { name: `pv-${handle}` },
-        spec: {
-          capacity: { storage: "1Gi" },
-          accessModes: [accessMode],
-          storageClassName: "",
-          claimRef: { namespace: NS, name: claimName, uid: pvc.metadata!.uid! },
-          csi: { driver: DRIVER, volumeHandle: handle },
-        },
-      },
-    });
-    await core.patchNamespacedPersistentVolumeClaimStatus(
-      { namespace: NS, name: claimName, body: { status: { phase: "Bound" } } },
-      mergePatch,
-    );
-    return claimName;
-  }
+  const boundClaim = (handle: string, accessMode = "ReadWriteOnce") =>
+    boundCSIClaim(core, { namespace: NS, driver: DRIVER, handle, accessMode });
 
   async function createPod(name: string, node: string, claimName: string) {
     await core.createNamespacedPod({

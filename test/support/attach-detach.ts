@@ -185,6 +185,47 @@ export async function podWithCSIVolumeOnManagedNode(
   });
 }
 
+/**
+ * A CSI PV `pv-<handle>` and claim `claim-<handle>` bound to each other as the binder leaves them
+ * (claimRef with the claim's UID, claim phase Bound), without running the binder. Returns the claim's name.
+ */
+export async function boundCSIClaim(
+  core: CoreV1Api,
+  o: { namespace: string; driver: string; handle: string; accessMode?: string },
+): Promise<string> {
+  const claimName = `claim-${o.handle}`;
+  const accessModes = [o.accessMode ?? "ReadWriteOnce"];
+  const pvc = await core.createNamespacedPersistentVolumeClaim({
+    namespace: o.namespace,
+    body: {
+      metadata: { name: claimName },
+      spec: {
+        accessModes,
+        resources: { requests: { storage: "1Gi" } },
+        volumeName: `pv-${o.handle}`,
+        storageClassName: "",
+      },
+    },
+  });
+  await core.createPersistentVolume({
+    body: {
+      metadata: { name: `pv-${o.handle}` },
+      spec: {
+        capacity: { storage: "1Gi" },
+        accessModes,
+        storageClassName: "",
+        claimRef: { namespace: o.namespace, name: claimName, uid: pvc.metadata?.uid ?? "" },
+        csi: { driver: o.driver, volumeHandle: o.handle },
+      },
+    },
+  });
+  await core.patchNamespacedPersistentVolumeClaimStatus(
+    { namespace: o.namespace, name: claimName, body: { status: { phase: "Bound" } } },
+    mergePatch,
+  );
+  return claimName;
+}
+
 /** Waits until `node`'s status lists the CSI volume attached. */
 export async function nodeReportsAttached(
   core: CoreV1Api,
