@@ -5,7 +5,7 @@ import {
   type KubeConfig,
   type V1VolumeAttachment,
 } from "@kubernetes/client-node";
-import { errorMessage, isNotFound } from "../runtime/api-errors.js";
+import { isNotFound } from "../runtime/api-errors.js";
 import { InformerFactory } from "../runtime/informer/index.js";
 import type { LogSink } from "../runtime/logger.js";
 import { newRateLimitingQueue, runWorkers } from "../runtime/workqueue/index.js";
@@ -86,7 +86,7 @@ export function startExternalAttacher(options: ExternalAttacherOptions): { stop(
       options.signal,
       (name, err) => {
         if (isNotFound(err)) return; // deleted meanwhile
-        log.info({ va: name, err: errorMessage(err) }, "stand-in external-attacher: retrying");
+        log.info({ va: name, err }, "stand-in external-attacher: retrying");
         queue.addRateLimited(name);
       },
     ),
