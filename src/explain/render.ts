@@ -91,15 +91,8 @@ function renderPod(r: PodExplanation, paint: Paint): string {
     const ok = v.conclusion.kind === "Attached" || v.conclusion.kind === "NotAttachable";
     lines.push(`    => ${paint(ok ? "green" : "cyan", v.conclusion.kind)}: ${v.conclusion.message}`);
   }
-  lines.push(
-    "",
-    `${paint("bold", "Conclusion")}: ${paint("cyan", r.conclusion.kind)}: ${r.conclusion.message}`,
-  );
-  if (r.suggestions.length) {
-    lines.push("", paint("bold", "What you can change:"));
-    for (const s of r.suggestions) lines.push(`  - ${s}`);
-  }
-  return `${lines.join("\n")}\n`;
+  lines.push("", conclusionLine(r.conclusion, paint));
+  return withSuggestions(lines, r.suggestions, paint);
 }
 
 function attachmentText(
@@ -128,15 +121,8 @@ function renderVolume(r: VolumeExplanation, paint: Paint): string {
   if (r.lastWarning) {
     row("last warning", `${paint("red", r.lastWarning.reason)}: ${r.lastWarning.message}`);
   }
-  lines.push(
-    "",
-    `${paint("bold", "Conclusion")}: ${paint("cyan", r.conclusion.kind)}: ${r.conclusion.message}`,
-  );
-  if (r.suggestions.length) {
-    lines.push("", paint("bold", "What you can change:"));
-    for (const s of r.suggestions) lines.push(`  - ${s}`);
-  }
-  return `${lines.join("\n")}\n`;
+  lines.push("", conclusionLine(r.conclusion, paint));
+  return withSuggestions(lines, r.suggestions, paint);
 }
 
 function renderClaim(r: ClaimExplanation, paint: Paint): string {
@@ -188,7 +174,7 @@ function renderClaim(r: ClaimExplanation, paint: Paint): string {
   }
 
   const c = r.conclusion;
-  lines.push("", `${paint("bold", "Conclusion")}: ${paint("cyan", c.kind)}: ${c.message}`);
+  lines.push("", conclusionLine(c, paint));
   if (c.provisioner) {
     const state =
       c.provisioner.alive === true
@@ -198,9 +184,18 @@ function renderClaim(r: ClaimExplanation, paint: Paint): string {
           : "unknown";
     lines.push(`  provisioner ${c.provisioner.name}: ${state} (${c.provisioner.evidence})`);
   }
-  if (r.suggestions.length) {
+  return withSuggestions(lines, r.suggestions, paint);
+}
+
+function conclusionLine(c: { kind: string; message: string }, paint: Paint): string {
+  return `${paint("bold", "Conclusion")}: ${paint("cyan", c.kind)}: ${c.message}`;
+}
+
+/** The explanation's lines, then what the user can change, as one text. */
+function withSuggestions(lines: string[], suggestions: readonly string[], paint: Paint): string {
+  if (suggestions.length) {
     lines.push("", paint("bold", "What you can change:"));
-    for (const s of r.suggestions) lines.push(`  - ${s}`);
+    for (const s of suggestions) lines.push(`  - ${s}`);
   }
   return `${lines.join("\n")}\n`;
 }

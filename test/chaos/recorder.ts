@@ -2,7 +2,8 @@ import { CoordinationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/clien
 import { InformerFactory } from "../../src/runtime/informer/index.js";
 import type { SharedInformer } from "../../src/runtime/informer/shared-informer.js";
 import type { LogSink } from "../../src/runtime/logger.js";
-import { waitFor } from "../../src/util/wait.js";
+import { realClock } from "../../src/runtime/clock.js";
+import { until } from "../../src/util/wait.js";
 import {
   keyOf,
   type Kind,
@@ -107,7 +108,7 @@ export class Recorder {
   }
 
   async #pollLease(signal: AbortSignal): Promise<void> {
-    await waitFor(
+    await until(
       async () => {
         try {
           const l = await this.#coordination.readNamespacedLease(this.lease);
@@ -120,9 +121,9 @@ export class Recorder {
         } catch {
           // Not created yet, or the apiserver is down (a fault): the next poll tells.
         }
-        return false;
       },
-      { timeoutMs: Infinity, intervalMs: 100, what: "the run to end", signal },
-    ).catch(() => {});
+      100,
+      { clock: realClock, signal },
+    );
   }
 }

@@ -7,7 +7,8 @@ import { hideBin } from "yargs/helpers";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { silentLogger } from "../../src/runtime/logger.js";
 import { startExternalAttacher } from "../../src/dev/external-attacher.js";
-import { waitFor } from "../../src/util/wait.js";
+import { realClock } from "../../src/runtime/clock.js";
+import { until, waitFor } from "../../src/util/wait.js";
 import { readAuditLog, type AuditEvent } from "../support/audit.js";
 import { killAllKvc } from "../support/kvc-process.js";
 import { mulberry32 } from "../support/random.js";
@@ -112,13 +113,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 
     // A second writer for the whole run: kvc's writes from a stale cache get 409s.
     let conflicts = 0;
-    void waitFor(
-      async () => {
-        await workload.touch().catch(() => (conflicts += 1));
-        return false;
-      },
-      { timeoutMs: Infinity, intervalMs: 250, what: "the run to end", signal: ac.signal },
-    ).catch(() => {});
+    void until(() => workload.touch().catch(() => (conflicts += 1)), 250, {
+      clock: realClock,
+      signal: ac.signal,
+    });
 
     const plan = FAULT_KINDS.flatMap((k) => Array.from({ length: o.faults[k] }, () => k));
     shuffle(plan, random);

@@ -6,7 +6,8 @@ import {
   type V1PersistentVolume,
 } from "@kubernetes/client-node";
 import { isAlreadyExists, isNotFound } from "../../src/runtime/api-errors.js";
-import { waitFor } from "../../src/util/wait.js";
+import { realClock } from "../../src/runtime/clock.js";
+import { until } from "../../src/util/wait.js";
 import { keyOf, type World } from "./history.js";
 import { uniqueVolumeName } from "./invariants.js";
 
@@ -23,14 +24,8 @@ const ANN_PROVISIONER = "volume.kubernetes.io/storage-provisioner";
 const ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node";
 
 /** Runs `step` every `intervalMs` until `signal` aborts; a failed step is retried on the next tick. */
-async function loop(step: () => Promise<void>, intervalMs: number, signal: AbortSignal): Promise<void> {
-  await waitFor(
-    async () => {
-      await step().catch(() => {});
-      return false;
-    },
-    { timeoutMs: Infinity, intervalMs, what: "the run to end", signal },
-  ).catch(() => {});
+function loop(step: () => Promise<void>, intervalMs: number, signal: AbortSignal): Promise<void> {
+  return until(() => step().catch(() => {}), intervalMs, { clock: realClock, signal });
 }
 
 /**
