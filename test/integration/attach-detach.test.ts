@@ -21,6 +21,7 @@ import { waitGone } from "../support/api.js";
 import {
   attachWhenAsked,
   boundCSIClaim,
+  createPodWithClaim,
   readAttachment,
   createManagedNode,
   setNodeReady,
@@ -101,17 +102,7 @@ describe("attach/detach controller on a real apiserver", () => {
     boundCSIClaim(core, { namespace: NS, driver: DRIVER, handle, accessMode });
 
   async function createPod(name: string, node: string, claimName: string) {
-    await core.createNamespacedPod({
-      namespace: NS,
-      body: {
-        metadata: { name },
-        spec: {
-          nodeName: node,
-          containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }],
-          volumes: [{ name: "data", persistentVolumeClaim: { claimName } }],
-        },
-      },
-    });
+    await createPodWithClaim(core, { namespace: NS, name, node, claimName });
   }
 
   async function deletePod(name: string) {

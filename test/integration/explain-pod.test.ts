@@ -12,6 +12,7 @@ import { attachmentName } from "../../src/volume/csi/attachment-name.js";
 import {
   attachWhenAsked,
   boundCSIClaim,
+  createPodWithClaim,
   createManagedNode,
   csiUniqueName,
   nodeReportsAttached,
@@ -54,17 +55,7 @@ describe("kvc explain pod on the real control plane", () => {
   });
 
   async function createPod(name: string, node: string, claimName: string): Promise<void> {
-    await core.createNamespacedPod({
-      namespace: NS,
-      body: {
-        metadata: { name },
-        spec: {
-          nodeName: node,
-          containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }],
-          volumes: [{ name: "data", persistentVolumeClaim: { claimName } }],
-        },
-      },
-    });
+    await createPodWithClaim(core, { namespace: NS, name, node, claimName });
   }
 
   async function explain(name: string): Promise<PodExplanation> {

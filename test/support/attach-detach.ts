@@ -172,14 +172,22 @@ export async function podWithCSIVolumeOnManagedNode(
     },
   });
   await o.bound(o.name);
+  await createPodWithClaim(core, { namespace: "default", name: o.pod, node: o.node, claimName: o.name });
+}
+
+/** A pod scheduled to `node` (as the scheduler leaves it) that mounts claim `claimName` as volume "data". */
+export async function createPodWithClaim(
+  core: CoreV1Api,
+  o: { namespace: string; name: string; node: string; claimName: string },
+): Promise<void> {
   await core.createNamespacedPod({
-    namespace: "default",
+    namespace: o.namespace,
     body: {
-      metadata: { name: o.pod },
+      metadata: { name: o.name },
       spec: {
         nodeName: o.node,
         containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }],
-        volumes: [{ name: "data", persistentVolumeClaim: { claimName: o.name } }],
+        volumes: [{ name: "data", persistentVolumeClaim: { claimName: o.claimName } }],
       },
     },
   });
