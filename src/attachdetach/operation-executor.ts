@@ -147,7 +147,7 @@ export class OperationExecutor {
     } catch {
       // the attach itself reports the missing plugin
     }
-    return this.#run(volume.volumeName, nodeKey, "volume_attach", pluginName, () => this.#attach(volume));
+    return this.#run(volume, nodeKey, "volume_attach", pluginName, () => this.#attach(volume));
   }
 
   /**
@@ -176,7 +176,7 @@ export class OperationExecutor {
       : plugin.name;
     return (verifySafeToDetach) => {
       const detacher = plugin.newDetacher();
-      return this.#run(volume.volumeName, nodeKey, "volume_detach", pluginName, async () => {
+      return this.#run(volume, nodeKey, "volume_detach", pluginName, async () => {
         try {
           if (verifySafeToDetach) await this.#verifySafeToDetach(volume);
           await detacher.detach(name, volume.nodeName, this.#o.signal);
@@ -391,15 +391,19 @@ export class OperationExecutor {
     op.backoff.update(this.#o.clock.now());
   }
 
-  /** upstream nestedPendingOperations.Run: refuses while pending, or in backoff for the same operation. */
+  /**
+   * upstream nestedPendingOperations.Run: refuses while pending, or in backoff for the same operation.
+   * `nodeKey` is the operation's key ("" for every node); `volume.nodeName` the node it works on.
+   */
   #run(
-    volumeName: string,
-    nodeName: string,
+    volume: { volumeName: string; nodeName: string },
+    nodeKey: string,
     operationName: OperationName,
     pluginName: string,
     fn: () => Promise<void>,
   ): boolean {
-    let entry = this.#find(volumeName, nodeName);
+    const { volumeName } = volume;
+    let entry = this.#find(volumeName, nodeKey);
     if (entry?.pending) return false;
     if (entry && !entry.backoff.safeToRetry(this.#o.clock.now())) {
       if (entry.operationName === operationName) return false;
@@ -409,10 +413,16 @@ export class OperationExecutor {
     }
     if (entry) {
       // The entry takes the new key, so success removes exactly it.
-      entry.nodeName = nodeName;
+      entry.nodeName = nodeKey;
       entry.pending = true;
     } else {
-      entry = { volumeName, nodeName, pending: true, operationName, backoff: new ExponentialBackoff() };
+      entry = {
+        volumeName,
+        nodeName: nodeKey,
+        pending: true,
+        operationName,
+        backoff: new ExponentialBackoff(),
+      };
       this.#operations.push(entry);
     }
     const op = entry;
@@ -437,7 +447,7 @@ export class OperationExecutor {
             this.#o.log.error(
               {
                 volumeName,
-                node: nodeName,
+                node: volume.nodeName,
                 operation: operationName,
                 err,
                 retryAfterMs: op.backoff.durationMs,

@@ -217,8 +217,9 @@ export class Reconciler {
         asw.resetDetachRequestTime(volumeName, nodeName);
         continue;
       }
+      // Uncertain attachments elsewhere count too: stricter than upstream (see getNodesForAttachedVolume).
       if (!multiAttach) {
-        const attachedTo = asw.getNodesForAttachedVolume(volumeName);
+        const attachedTo = asw.getNodesForAttachedVolume(volumeName, nodeName);
         if (attachedTo.length > 0) {
           if (!volume.multiAttachErrorReported) {
             this.#reportMultiAttachError(volume, attachedTo);
@@ -238,8 +239,7 @@ export class Reconciler {
    * is "Waiting for detach"): the pods on the other nodes holding it are named only to pods of their
    * own namespace, and counted for the rest.
    */
-  #reportMultiAttachError(volume: VolumeToAttach, attachedTo: readonly string[]): void {
-    const otherNodes = attachedTo.filter((n) => n !== volume.nodeName);
+  #reportMultiAttachError(volume: VolumeToAttach, otherNodes: readonly string[]): void {
     const holders = this.#o.dsw.getVolumePodsOnNodes(otherNodes, volume.volumeName);
     const warn = (pod: VolumeToAttach["scheduledPods"][number], suffix: string) => {
       this.#o.events.event(

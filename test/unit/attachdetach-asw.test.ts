@@ -85,9 +85,12 @@ const cases: AswCase[] = [
       {
         act: ({ asw }) => {
           assert.deepEqual(asw.getAttachedVolumesForNode(N).length, 1);
-          assert.deepEqual(asw.getNodesForAttachedVolume(V), []);
+          assert.deepEqual(asw.getNodesForAttachedVolume(V, N), []);
+          // Stricter than upstream (which has []): the Uncertain attachment holds it for other nodes.
+          assert.deepEqual(asw.getNodesForAttachedVolume(V, N2), [N]);
           assert.equal(attach(asw, V, N), V);
-          assert.deepEqual(asw.getNodesForAttachedVolume(V), [N]);
+          assert.deepEqual(asw.getNodesForAttachedVolume(V, N2), [N]);
+          assert.deepEqual(asw.getNodesForAttachedVolume(V, N), []);
         },
         pairs: [{ volume: V, node: N, state: "Attached" }],
         perNode: { [N]: [V] },
@@ -101,7 +104,9 @@ const cases: AswCase[] = [
         act: ({ asw }) => {
           asw.addVolumeNode(V, spec(), N1, DEV, false);
           attach(asw, V, N2);
-          assert.deepEqual(asw.getNodesForAttachedVolume(V), [N2]);
+          // Upstream counts N2 only; an Uncertain N1 holds it too, except for N1's own retry.
+          assert.deepEqual(asw.getNodesForAttachedVolume(V, N), [N1, N2]);
+          assert.deepEqual(asw.getNodesForAttachedVolume(V, N1), [N2]);
           assert.equal(asw.getAttachedVolumesForNode(N2).length, 1);
         },
         pairs: [
@@ -745,8 +750,14 @@ describe("ActualStateOfWorld (upstream actual_state_of_world_test.go)", () => {
           }
         }
         for (const volume of vols) {
-          const confirmed = nodes.filter((n) => model.get(`${volume} ${n}`) === true);
-          assert.deepEqual(asw.getNodesForAttachedVolume(volume).sort(), confirmed);
+          for (const forNode of nodes) {
+            const uncertainHere = model.get(`${volume} ${forNode}`) === false;
+            const holders = nodes.filter((n) => {
+              const m = model.get(`${volume} ${n}`);
+              return n !== forNode && m !== undefined && (m || !uncertainHere);
+            });
+            assert.deepEqual(asw.getNodesForAttachedVolume(volume, forNode).sort(), holders);
+          }
           for (const node of nodes) {
             const m = model.get(`${volume} ${node}`);
             assert.equal(

@@ -13,7 +13,7 @@ import {
 import { APINodeStatusUpdater } from "../../src/attachdetach/statusupdater/node-status-updater.js";
 import { FakeClock } from "../../src/runtime/clock.js";
 import type { EventSubject } from "../../src/runtime/events/reference.js";
-import { silentLogger } from "../../src/runtime/logger.js";
+import { silentLogger, type LogSink } from "../../src/runtime/logger.js";
 import {
   specFromPersistentVolume,
   type AttachableVolumePlugin,
@@ -96,6 +96,8 @@ function fakeAttachablePlugin() {
 type AccessMode = "ReadWriteOnce" | "ReadWriteMany";
 
 interface HarnessOptions {
+  /** The operation executor's logger. */
+  log?: LogSink;
   maxWaitForUnmountMs?: number;
   disableForceDetachOnTimeout?: boolean;
   syncPeriodMs?: number;
@@ -125,7 +127,7 @@ function harness(options: HarnessOptions = {}) {
     nodes: { getNode: (name) => Promise.resolve(nodes.get(name)) },
     events: sink,
     clock,
-    log: silentLogger,
+    log: options.log ?? silentLogger,
   });
   const reconciler = new Reconciler({
     dsw,
@@ -587,6 +589,79 @@ describe("attach/detach reconciler: Multi-Attach events (upstream Test_ReportWai
   }
 });
 
+describe("attach/detach reconciler: Uncertain attachments hold a single-node volume (stricter than upstream)", () => {
+  const waiting =
+    'Warning FailedAttachVolume Waiting for detach for volume "volume-name" Volume is already exclusively attached to one node, waiting on detach before it can be attached to another node';
+
+  /** node1 has the volume attached, its pod gone and (per the informer) unmounted; pod2 waits on node2. */
+  async function movedFromNode1(h: Harness): Promise<void> {
+    h.dsw.addNode("node1");
+    h.dsw.addPod("pod-uid1", newPod("pod-uid1"), volumeSpec(), "node1");
+    await h.run(LOOP_MS);
+    assert.equal(h.asw.getAttachState(VOLUME, "node1"), "Attached");
+    h.dsw.deletePod("pod-uid1", VOLUME, "node1");
+    h.asw.setVolumesMountedByNode([], "node1");
+    h.dsw.addNode("node2");
+    h.dsw.addPod("pod-uid2", newPod("pod-uid2"), volumeSpec(), "node2");
+  }
+
+  test("a failed detach leaves node1 Uncertain: no attach to node2 until the retried detach succeeds", async () => {
+    const log = recordingLog();
+    const h = harness({ maxWaitForUnmountMs: 4_200_000, log });
+    await movedFromNode1(h);
+    // The apiserver's node still lists the volume in use: the safe-to-detach check fails the detach.
+    h.nodes.set("node1", { metadata: { name: "node1" }, status: { volumesInUse: [VOLUME] } });
+    await h.run(200); // within the failed detach's 500 ms backoff
+    assert.equal(h.asw.getAttachState(VOLUME, "node1"), "Uncertain");
+    assert.equal(h.fake.calls.attach, 1, "no attach to node2 while node1 may still have it");
+    assert.equal(h.asw.getAttachState(VOLUME, "node2"), "Detached");
+    assert.deepEqual(h.events.slice(1), [waiting]);
+    // The failure's log names the node it was detached from (the operation key is volume-wide).
+    const failed = log.lines.find((l) => l.msg.startsWith("Operation failed"));
+    assert.equal(failed?.obj.node, "node1");
+    assert.equal(failed.obj.operation, "volume_detach");
+
+    h.nodes.set("node1", { metadata: { name: "node1" }, status: { volumesInUse: [] } });
+    await h.run(1000);
+    assert.equal(h.fake.calls.detach, 1);
+    assert.equal(h.asw.getAttachState(VOLUME, "node1"), "Detached");
+    assert.equal(h.asw.getAttachState(VOLUME, "node2"), "Attached");
+    assert.deepEqual([...(h.fake.attached.get(VOLUME.slice("kubernetes.io/csi/".length)) ?? [])], ["node2"]);
+  });
+
+  test("an Uncertain attachment from a timed-out attach does not block attaching there again", async () => {
+    const h = harness();
+    h.dsw.addNode("node2");
+    h.dsw.addNode(UNCERTAIN_ATTACH_NODE);
+    h.dsw.addPod("pod-uid1", newPod("pod-uid1"), volumeSpec(), UNCERTAIN_ATTACH_NODE);
+    await h.run(LOOP_MS);
+    assert.equal(h.asw.getAttachState(VOLUME, UNCERTAIN_ATTACH_NODE), "Uncertain");
+    // A pod elsewhere waits for it rather than attaching beside the Uncertain one.
+    h.dsw.addPod("pod-uid2", newPod("pod-uid2"), volumeSpec(), "node2");
+    await h.run(1000);
+    assert.equal(h.asw.getAttachState(VOLUME, UNCERTAIN_ATTACH_NODE), "Attached");
+    assert.equal(h.asw.getAttachState(VOLUME, "node2"), "Detached");
+    assert.equal(h.fake.calls.attach, 2);
+  });
+
+  test("two nodes holding Uncertain attachments both wanted (a recovered state) do not wait for each other", async () => {
+    const h = harness({ maxWaitForUnmountMs: 4_200_000 });
+    for (const [pod, node] of [
+      ["pod-uid1", "node1"],
+      ["pod-uid2", "node2"],
+    ] as const) {
+      h.dsw.addNode(node);
+      h.dsw.addPod(pod, newPod(pod), volumeSpec(), node);
+      // VolumeAttachments not attached, as processVolumeAttachments finds them after a restart.
+      h.asw.markVolumeAsUncertain(VOLUME, volumeSpec(), node);
+    }
+    await h.run(100);
+    const states = ["node1", "node2"].map((n) => h.asw.getAttachState(VOLUME, n)).sort();
+    assert.deepEqual(states, ["Attached", "Uncertain"]);
+    assert.equal(h.fake.calls.attach, 1, "one retried attach; the other node then waits for its detach");
+  });
+});
+
 describe("attach/detach reconciler: operations (derived from upstream code)", () => {
   test("a failing attach is retried after 500 ms, doubling; events name the pods each time", async () => {
     const h = harness();
@@ -762,3 +837,14 @@ describe("attach/detach reconciler: operations (derived from upstream code)", ()
     assert.equal(passes, 3);
   });
 });
+
+/** A LogSink that keeps every line. */
+function recordingLog(): LogSink & { lines: { level: string; obj: Record<string, unknown>; msg: string }[] } {
+  const lines: { level: string; obj: Record<string, unknown>; msg: string }[] = [];
+  const at =
+    (level: string) =>
+    (obj: object, msg: string): void => {
+      lines.push({ level, obj: obj as Record<string, unknown>, msg });
+    };
+  return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}

@@ -250,11 +250,22 @@ export class ActualStateOfWorld {
     return result;
   }
 
-  /** Nodes with a confirmed attachment of the volume, for the multi-attach check. */
-  getNodesForAttachedVolume(volumeName: string): string[] {
+  /**
+   * The nodes other than `nodeName` that hold the volume, for the multi-attach check of an attach to
+   * `nodeName` (upstream GetNodesForAttachedVolume). Stricter than upstream, which counts only
+   * confirmed attachments: an Uncertain one (a detach or an attach that failed, so the storage may
+   * still have it attached) counts too, or a detach that failed once would let the volume attach to a
+   * second node (kubernetes#124334). Not while `nodeName` holds an Uncertain attachment itself:
+   * attaching there again adds no node, and two nodes holding Uncertain ones (left by a controller
+   * that allowed it) would otherwise wait for each other.
+   */
+  getNodesForAttachedVolume(volumeName: string, nodeName: string): string[] {
     const volume = this.#volumes.get(volumeName);
     if (!volume) return [];
-    return [...volume.nodes].filter(([, node]) => node.attachedConfirmed).map(([nodeName]) => nodeName);
+    const uncertainHere = volume.nodes.get(nodeName)?.attachedConfirmed === false;
+    return [...volume.nodes]
+      .filter(([other, node]) => other !== nodeName && (node.attachedConfirmed || !uncertainHere))
+      .map(([other]) => other);
   }
 
   /**
