@@ -146,9 +146,9 @@ export const RUN_FLAGS = {
     group: "Persistent volume binder:",
     default: 1,
     describe:
-      "Not in KCM (whose binder has one claim worker and one volume worker): how many claims, and " +
-      "how many volumes, the binder syncs at once. Concurrent claim syncs never choose one volume " +
-      "for two claims: the choice and its reservation are one step (docs/performance.md).",
+      "Not in KCM (whose binder has one claim worker and one volume worker, as the default here): how many " +
+      "claims, and how many volumes, the binder syncs at once. Concurrent claim syncs never choose " +
+      "one volume for two claims: the choice and its reservation are one step (docs/pv-binder.md).",
   },
   "enable-dynamic-provisioning": {
     type: "boolean",
