@@ -41,12 +41,13 @@ export interface PersistentVolumeControllerRunnerOptions {
 /**
  * Runs a PersistentVolumeController (upstream's one type is split in two: pv_controller.go's
  * decisions there, pv_controller_base.go's informers, queues and Run here, as the files are): the
- * shared informers feed two queues, "claims" and "volumes", each drained by one worker upstream; here
- * by `concurrentSyncs` workers (the queue never hands one key to two; ControllerCache's reservations
- * keep two claim syncs from choosing one volume); a periodic resync re-queues everything. A worker reads the key's object
- * from the informer; an object the informer no longer has is a delete, handled with the
- * controller's cached copy. As upstream v1.37, a failed sync is re-queued rate-limited (5 ms doubling
- * per key, with a global bucket) and a good one forgets the key; operations carry their own backoff.
+ * shared informers feed two queues, "claims" and "volumes", each drained by one worker upstream;
+ * here by `concurrentSyncs` workers (the queue never hands one key to two; ControllerCache's
+ * reservations keep two claim syncs from choosing one volume); a periodic resync re-queues
+ * everything. A worker reads the key's object from the informer; an object the informer no longer
+ * has is a delete, handled with the controller's cached copy. As upstream v1.37, a failed sync is
+ * re-queued rate-limited (5 ms doubling per key, with a global bucket) and a good one forgets the
+ * key; operations carry their own backoff.
  */
 export class PersistentVolumeControllerRunner {
   readonly #volumes: SharedInformer<V1PersistentVolume>;
