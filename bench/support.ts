@@ -26,6 +26,18 @@ export async function pool<T>(
   await new PQueue({ concurrency }).addAll(items.map((item) => () => fn(item)));
 }
 
+/** CPU time (user + system) a process has used so far, seconds. */
+export function cpuSeconds(pid: number): number {
+  // /proc/<pid>/stat: utime and stime are fields 14 and 15, after the parenthesised command name.
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
+    .replace(/^.*\) /s, "")
+    .split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** USER_HZ: what /proc reports CPU times in, 100 on every Linux this runs on. */
+const CLOCK_TICKS = 100;
+
 /** Resident set size of a process, MiB. */
 export function rssMiB(pid: number): number {
   const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];

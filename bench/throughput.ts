@@ -1,31 +1,45 @@
 /**
- * Binding and provisioning throughput, and memory, of kvc against upstream kube-controller-manager,
- * each on a fresh embedded control plane in the same run:
- *   binding       N pre-created PV/PVC pairs, controller started, until every claim is Bound;
- *                 at KCM's default client limits (20 qps, burst 30) and unthrottled; plus the
- *                 apiserver's ceiling: a plain loop of the binder's four writes per pair.
+ * Binding and provisioning throughput of kvc against upstream kube-controller-manager, each on a
+ * fresh embedded control plane in the same run:
+ *   binding       N pre-created PV/PVC pairs, controller started, until every claim is Bound; at
+ *                 KCM's default client limits (20 qps, burst 30) and unthrottled.
+ *   ceiling       the same writes per pair sent by a client-go program with no controller in between
+ *                 (test/control-plane/bench/ceiling: protobuf, HTTP/2), at a few concurrencies; the
+ *                 best is the apiserver's ceiling on this machine.
  *   provisioning  N claims of a hostPath class (in-process provisioner), until every claim is Bound.
- *   memory        RSS of each controller process once its caches hold the N bound pairs.
+ * Per run: seconds to all Bound (and to half and 90% of them), the writes the apiserver received per
+ * pair (its audit log), the controller's CPU seconds per 1,000 pairs, its RSS at the end.
  * kvc runs compiled (dist/, `npm run build`) as in the image. Prints markdown tables; asserts nothing.
- *   npm run bench:throughput [-- --pairs=1000]
+ *   npm run bench:throughput [-- --pairs=1000 --only=unthrottled,ceiling --kvc-arg=--flag=value]
  */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { CoreV1Api, StorageV1Api, type V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
-import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER } from "../src/persistentvolume/annotations.js";
 import { waitFor } from "../src/util/wait.js";
-import {
-  mergePatch,
-  pool,
-  rssMiB,
-  setClaimBound,
-  setVolumeBound,
-  startCompiledKvc,
-  type StartedController,
-} from "./support.js";
+import { writesBy } from "../test/support/audit.js";
+import { cpuSeconds, pool, rssMiB, startCompiledKvc, type StartedController } from "./support.js";
 
-const { values } = parseArgs({ options: { pairs: { type: "string", default: "1000" } } });
+const SECTIONS = ["throttled", "unthrottled", "ceiling", "provisioning"] as const;
+type Section = (typeof SECTIONS)[number];
+const { values } = parseArgs({
+  options: {
+    pairs: { type: "string", default: "1000" },
+    only: { type: "string", default: SECTIONS.join(",") },
+    "kvc-arg": { type: "string", multiple: true, default: [] },
+    "ceiling-concurrency": { type: "string", default: "4,16,64" },
+  },
+});
 const N = Number(values.pairs);
+const only = new Set(values.only.split(","));
+for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only: unknown section ${s}`);
+const run = (s: Section) => only.has(s);
+const KVC_ARGS = values["kvc-arg"];
+const CEILING_CONCURRENCY = values["ceiling-concurrency"].split(",").map(Number);
 const CREATE_CONCURRENCY = 16;
 
 type Impl = "kvc" | "kcm";
@@ -107,12 +121,37 @@ async function startController(
     `--kube-api-qps=${limits.qps}`,
     `--kube-api-burst=${limits.burst}`,
     ...flags,
+    ...KVC_ARGS,
   ]);
 }
 
+interface Result {
+  seconds: number;
+  /** Seconds until half, and 90%, of the claims were Bound. */
+  half: number;
+  most: number;
+  rss: number;
+  cpu: number;
+  /** Writes the apiserver received after the start, by "verb resource[/subresource]". */
+  writes: Map<string, number>;
+}
+
+/** The write requests in the control plane's audit log since `since`, by verb and resource. */
+function countWrites(cp: LocalControlPlane, since: Date): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const e of writesBy(cp.auditLogPath, "", since)) {
+    const r = e.objectRef;
+    // The apiserver's own identity lease.
+    if (r?.resource === "leases") continue;
+    const key = `${e.verb} ${r?.resource ?? "?"}${r?.subresource ? `/${r.subresource}` : ""}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}
+
 /** Fresh control plane, objects created, controller started; seconds until all N claims are Bound. */
-async function measure(impl: Impl, limits: Limits, kind: "binding" | "provisioning") {
-  const cp = await LocalControlPlane.start();
+async function measure(impl: Impl, limits: Limits, kind: "binding" | "provisioning"): Promise<Result> {
+  const cp = await LocalControlPlane.start({ audit: true });
   try {
     const core = cp.kubeConfig().makeApiClient(CoreV1Api);
     if (kind === "binding") await createPairs(core);
@@ -123,16 +162,26 @@ async function measure(impl: Impl, limits: Limits, kind: "binding" | "provisioni
         .createStorageClass({ body: { metadata: { name: "hp" }, provisioner: "kubernetes.io/host-path" } });
       await createClaims(core, "hp");
     }
+    const since = new Date();
     const started = performance.now();
     const controller = await startController(cp, impl, limits);
+    const cpuAtStart = cpuSeconds(controller.pid);
+    const at = (): number => (performance.now() - started) / 1000;
+    let half = Infinity;
+    let most = Infinity;
     try {
-      await waitFor(async () => (await boundCount(core)) === N, {
-        timeoutMs: 60 * 60_000,
-        intervalMs: 250,
-        what: `${impl}: ${N} claims Bound`,
-      });
-      const seconds = (performance.now() - started) / 1000;
-      return { seconds, rss: rssMiB(controller.pid) };
+      await waitFor(
+        async () => {
+          const bound = await boundCount(core);
+          if (bound >= N / 2) half = Math.min(half, at());
+          if (bound >= 0.9 * N) most = Math.min(most, at());
+          return bound === N;
+        },
+        { timeoutMs: 60 * 60_000, intervalMs: 250, what: `${impl}: ${N} claims Bound` },
+      );
+      const seconds = at();
+      const cpu = cpuSeconds(controller.pid) - cpuAtStart;
+      return { seconds, half, most, cpu, rss: rssMiB(controller.pid), writes: countWrites(cp, since) };
     } finally {
       await controller.stop();
     }
@@ -141,98 +190,115 @@ async function measure(impl: Impl, limits: Limits, kind: "binding" | "provisioni
   }
 }
 
-/** The apiserver's ceiling: the binder's four writes per pair, as fast as a loop can send them. */
-async function ceiling(): Promise<number> {
+interface CeilingReport {
+  concurrency: number;
+  seconds: number;
+  writes: number;
+  cpuSeconds: number;
+}
+
+/** The client-go ceiling program, built once with the control-plane module's pinned go.mod (read-only). */
+function buildCeiling(): string {
+  const work = mkdtempSync(join(tmpdir(), "kvc-bench-ceiling-"));
+  process.on("exit", () => {
+    rmSync(work, { recursive: true, force: true });
+  });
+  const binary = join(work, "ceiling");
+  execFileSync("go", ["build", "-mod=readonly", "-o", binary, "./bench/ceiling"], {
+    cwd: fileURLToPath(new URL("../test/control-plane", import.meta.url)),
+    stdio: ["ignore", "inherit", "inherit"],
+    env: { ...process.env, CGO_ENABLED: "0" },
+  });
+  return binary;
+}
+
+/** The ceiling at one concurrency, on a fresh control plane with the pairs pre-created. */
+async function ceiling(binary: string, concurrency: number): Promise<CeilingReport> {
   const cp = await LocalControlPlane.start();
   try {
-    const core = cp.kubeConfig().makeApiClient(CoreV1Api);
-    await createPairs(core);
-    const started = performance.now();
-    await pool(ids, CREATE_CONCURRENCY, async (id) => {
-      const claim = await core.readNamespacedPersistentVolumeClaim({
-        namespace: "default",
-        name: `pvc-${id}`,
-      });
-      const claimRef = {
-        kind: "PersistentVolumeClaim",
-        namespace: "default",
-        name: `pvc-${id}`,
-        uid: claim.metadata!.uid!,
-      };
-      await core.patchPersistentVolume(
-        {
-          name: `pv-${id}`,
-          body: {
-            metadata: { annotations: { [ANN_BOUND_BY_CONTROLLER]: "yes" } },
-            spec: { claimRef },
-          },
-        },
-        mergePatch,
-      );
-      await setVolumeBound(core, `pv-${id}`);
-      await core.patchNamespacedPersistentVolumeClaim(
-        {
-          namespace: "default",
-          name: `pvc-${id}`,
-          body: {
-            metadata: {
-              annotations: {
-                [ANN_BIND_COMPLETED]: "yes",
-                [ANN_BOUND_BY_CONTROLLER]: "yes",
-              },
-            },
-            spec: { volumeName: `pv-${id}` },
-          },
-        },
-        mergePatch,
-      );
-      await setClaimBound(core, "default", `pvc-${id}`);
-    });
-    return (performance.now() - started) / 1000;
+    await createPairs(cp.kubeConfig().makeApiClient(CoreV1Api));
+    const out = execFileSync(binary, [`-kubeconfig=${cp.kubeconfigPath}`, `-concurrency=${concurrency}`]);
+    return JSON.parse(out.toString()) as CeilingReport;
   } finally {
     await cp.stop();
   }
 }
 
-const rows: string[] = [];
 const fmt = (s: number) => s.toFixed(1);
-const binding: Record<string, { seconds: number; rss: number }> = {};
-for (const [label, limits] of [
-  ["20 qps / 30 burst", DEFAULT_LIMITS],
-  ["unthrottled", UNTHROTTLED],
-] as const) {
-  binding[`kvc ${label}`] = await measure("kvc", limits, "binding");
-  binding[`kcm ${label}`] = await measure("kcm", limits, "binding");
+const perPair = (writes: Map<string, number>) => [...writes.values()].reduce((a, b) => a + b, 0) / N;
+const breakdown = (writes: Map<string, number>) =>
+  [...writes]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ");
+const per1000 = (cpu: number) => ((cpu * 1000) / N).toFixed(1);
+
+const binding = new Map<string, Result>();
+const limitsRuns = [
+  ...(run("throttled") ? [["20 qps / 30 burst", DEFAULT_LIMITS] as const] : []),
+  ...(run("unthrottled") ? [["unthrottled", UNTHROTTLED] as const] : []),
+];
+for (const [label, limits] of limitsRuns) {
+  binding.set(`kvc ${label}`, await measure("kvc", limits, "binding"));
+  binding.set(`kcm ${label}`, await measure("kcm", limits, "binding"));
 }
-const ceilingSeconds = await ceiling();
-console.log(`\nBinding ${N} pre-created PV/PVC pairs (from controller start to all Bound)\n`);
-console.log(
-  "| client limits | kvc s | kvc binds/s | KCM s | KCM binds/s | kvc/KCM time | kvc/ceiling time |",
-);
-console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
-for (const label of ["20 qps / 30 burst", "unthrottled"]) {
-  const a = binding[`kvc ${label}`]!;
-  const b = binding[`kcm ${label}`]!;
-  rows.push(
-    `| ${label} | ${fmt(a.seconds)} | ${(N / a.seconds).toFixed(0)} | ${fmt(b.seconds)} | ${(N / b.seconds).toFixed(0)} | ${(a.seconds / b.seconds).toFixed(2)} | ${(a.seconds / ceilingSeconds).toFixed(2)} |`,
+let best: CeilingReport | undefined;
+const ceilings: CeilingReport[] = [];
+if (run("ceiling")) {
+  const binary = buildCeiling();
+  for (const c of CEILING_CONCURRENCY) ceilings.push(await ceiling(binary, c));
+  best = ceilings.reduce((a, b) => (b.seconds < a.seconds ? b : a));
+}
+
+if (limitsRuns.length > 0) {
+  console.log(
+    `\nBinding ${N} pre-created PV/PVC pairs (from controller start to all Bound)${KVC_ARGS.length ? `, kvc ${KVC_ARGS.join(" ")}` : ""}\n`,
   );
+  console.log(
+    "| client limits | kvc s | KCM s | kvc/KCM | kvc/ceiling | KCM/ceiling | kvc 50%/90% s | KCM 50%/90% s | kvc writes/pair | KCM writes/pair | kvc CPU s/1k | KCM CPU s/1k | kvc RSS MiB | KCM RSS MiB |",
+  );
+  console.log(
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+  );
+  for (const [label] of limitsRuns) {
+    const a = binding.get(`kvc ${label}`)!;
+    const b = binding.get(`kcm ${label}`)!;
+    const vsCeiling = (s: number) => (best ? (s / best.seconds).toFixed(2) : "");
+    console.log(
+      `| ${label} | ${fmt(a.seconds)} | ${fmt(b.seconds)} | ${(a.seconds / b.seconds).toFixed(2)} | ${vsCeiling(a.seconds)} | ${vsCeiling(b.seconds)} | ${fmt(a.half)}/${fmt(a.most)} | ${fmt(b.half)}/${fmt(b.most)} | ${perPair(a.writes).toFixed(2)} | ${perPair(b.writes).toFixed(2)} | ${per1000(a.cpu)} | ${per1000(b.cpu)} | ${a.rss.toFixed(0)} | ${b.rss.toFixed(0)} |`,
+    );
+  }
+  for (const [label] of limitsRuns) {
+    for (const impl of ["kvc", "kcm"]) {
+      console.log(`\n${impl} ${label} writes: ${breakdown(binding.get(`${impl} ${label}`)!.writes)}`);
+    }
+  }
 }
-console.log(rows.join("\n"));
-console.log(
-  `\napiserver ceiling (4 writes per pair, ${CREATE_CONCURRENCY} in flight): ${fmt(ceilingSeconds)} s, ${(N / ceilingSeconds).toFixed(0)} pairs/s`,
-);
+if (best) {
+  console.log(`\nCeiling: client-go, protobuf, the binder's writes per pair, ${N} pairs\n`);
+  console.log("| concurrency | s | pairs/s | writes/pair | CPU s/1k |");
+  console.log("| ---: | ---: | ---: | ---: | ---: |");
+  for (const c of ceilings) {
+    console.log(
+      `| ${c.concurrency} | ${fmt(c.seconds)} | ${(N / c.seconds).toFixed(0)} | ${(c.writes / N).toFixed(2)} | ${per1000(c.cpuSeconds)} |`,
+    );
+  }
+}
 
-const kvcProv = await measure("kvc", UNTHROTTLED, "provisioning");
-const kcmProv = await measure("kcm", UNTHROTTLED, "provisioning");
-console.log(`\nProvisioning ${N} hostPath claims, unthrottled\n`);
-console.log("| controller | s | claims/s |");
-console.log("| --- | ---: | ---: |");
-console.log(`| kvc | ${fmt(kvcProv.seconds)} | ${(N / kvcProv.seconds).toFixed(0)} |`);
-console.log(`| kube-controller-manager | ${fmt(kcmProv.seconds)} | ${(N / kcmProv.seconds).toFixed(0)} |`);
-console.log(`| kvc / KCM time | ${(kvcProv.seconds / kcmProv.seconds).toFixed(2)} | |`);
-
-console.log(`\nMemory (RSS once ${N} pairs are bound and cached, unthrottled run)\n`);
-console.log("| controller | RSS MiB |");
-console.log("| --- | ---: |");
-console.log(`| kvc | ${binding["kvc unthrottled"]!.rss.toFixed(0)} |`);
-console.log(`| kube-controller-manager | ${binding["kcm unthrottled"]!.rss.toFixed(0)} |`);
+if (run("provisioning")) {
+  const kvc = await measure("kvc", UNTHROTTLED, "provisioning");
+  const kcm = await measure("kcm", UNTHROTTLED, "provisioning");
+  console.log(`\nProvisioning ${N} hostPath claims, unthrottled\n`);
+  console.log("| controller | s | 50%/90% s | writes/claim | CPU s/1k |");
+  console.log("| --- | ---: | ---: | ---: | ---: |");
+  for (const [name, r] of [
+    ["kvc", kvc],
+    ["kube-controller-manager", kcm],
+  ] as const) {
+    console.log(
+      `| ${name} | ${fmt(r.seconds)} | ${fmt(r.half)}/${fmt(r.most)} | ${perPair(r.writes).toFixed(2)} | ${per1000(r.cpu)} |`,
+    );
+  }
+  console.log(`| kvc / KCM time | ${(kvc.seconds / kcm.seconds).toFixed(2)} | | | |`);
+  console.log(`\nkvc writes: ${breakdown(kvc.writes)}\nKCM writes: ${breakdown(kcm.writes)}`);
+}

@@ -53,6 +53,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
       workqueueMetrics: ctx.workqueueMetrics,
       metrics: new PersistentVolumeMetrics(ctx.registry),
       resyncPeriodMs: ctx.config.pvClaimBinderSyncPeriodMs,
+      concurrentSyncs: ctx.config.concurrentPvClaimBinderSyncs,
       enableDynamicProvisioning: ctx.config.enableDynamicProvisioning,
       ...(process.env.KVC_TEST_PAUSE_AFTER_BIND_WRITE && {
         pauseAfterBindWrite: Number(process.env.KVC_TEST_PAUSE_AFTER_BIND_WRITE),

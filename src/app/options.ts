@@ -141,6 +141,15 @@ export const RUN_FLAGS = {
     default: "15s",
     describe: "The period for syncing persistent volumes and persistent volume claims.",
   },
+  "concurrent-pvclaimbinder-syncs": {
+    coerce: int(1),
+    group: "Persistent volume binder:",
+    default: 1,
+    describe:
+      "Not in KCM (whose binder has one claim worker and one volume worker, as the default here): how many " +
+      "claims, and how many volumes, the binder syncs at once. Concurrent claim syncs never choose " +
+      "one volume for two claims: the choice and its reservation are one step (docs/pv-binder.md).",
+  },
   "enable-dynamic-provisioning": {
     type: "boolean",
     group: "Persistent volume binder:",
@@ -372,6 +381,8 @@ export interface RunConfig {
       }
     | undefined;
   pvClaimBinderSyncPeriodMs: number;
+  /** --concurrent-pvclaimbinder-syncs. */
+  concurrentPvClaimBinderSyncs: number;
   enableDynamicProvisioning: boolean;
   enableHostPathProvisioner: boolean;
   recyclerHostPath: {
@@ -449,6 +460,7 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
     leaderElection: argv["leader-elect"] === true ? leaderElection() : undefined,
     shadow: argv.shadow === true ? { graceMs: number("shadow-grace-period") } : undefined,
     pvClaimBinderSyncPeriodMs: number("pvclaimbinder-sync-period"),
+    concurrentPvClaimBinderSyncs: number("concurrent-pvclaimbinder-syncs"),
     enableDynamicProvisioning: argv["enable-dynamic-provisioning"] === true,
     enableHostPathProvisioner: argv["enable-hostpath-provisioner"] === true,
     recyclerHostPath: {

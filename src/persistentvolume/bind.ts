@@ -18,7 +18,7 @@ import {
   VolumePhase,
 } from "./annotations.js";
 import type { BinderContext } from "./binder-context.js";
-import { isVolumeBoundToClaim } from "./pv-helpers.js";
+import { claimKey, isVolumeBoundToClaim } from "./pv-helpers.js";
 
 /**
  * The writes that bind and unbind a PV and a PVC, and the phase writes they are made of. Each write
@@ -40,6 +40,8 @@ export async function bind(
 ): Promise<void> {
   const log = { PVC: objectRef(claim), volumeName: volume.metadata?.name };
   ctx.log.debug(log, "Binding volume to claim");
+  // Before the first await: a sync that chose the volume from the cache reserves it in the same step.
+  const release = ctx.cache.reserveVolume(volume.metadata?.name ?? "", claimKey(claim));
   let step = "volume";
   try {
     volume = await bindVolumeToClaim(ctx, volume, claim);
@@ -52,6 +54,8 @@ export async function bind(
   } catch (err) {
     ctx.log.debug({ ...log, err }, `Error binding volume to claim: failed saving the ${step}`);
     throw err;
+  } finally {
+    release();
   }
   ctx.log.debug(log, "Volume bound to claim");
 }

@@ -8,11 +8,20 @@ import { VolumeIndex, type MatchResult } from "./volume-index.js";
  * itself. Binding makes four writes whose watch events arrive later; without this cache a sync in
  * between would see the informer's stale copies and try to redo (and conflict on) what was just
  * written. Objects are frozen: copy before changing.
+ *
+ * It also holds reservations: a volume a bind is in progress for, from before its first write until
+ * its last, is reserved for that bind's claim. Several claim syncs may run at once (not upstream:
+ * --concurrent-pvclaimbinder-syncs); matching passes over reserved volumes, and the choice and the
+ * reservation are one synchronous step, so two syncs never choose one volume. The apiserver's
+ * resourceVersion check stays the last guard (against other writers).
  */
 export class ControllerCache {
   /** PVs, indexed for matching. */
   readonly #volumes = new VolumeIndex();
   readonly #claims = new Map<string, V1PersistentVolumeClaim>();
+  /** Volume name → key of the claim a bind in progress is binding it to. */
+  readonly #reserved = new Map<string, string>();
+  readonly #isReserved = (name: string) => this.#reserved.has(name);
   readonly #log: LogSink;
 
   constructor(log: LogSink) {
@@ -41,7 +50,23 @@ export class ControllerCache {
 
   /** The volume to bind the claim to, from the cached volumes (upstream findBestMatchForClaim). */
   findBestMatch(claim: V1PersistentVolumeClaim, delayBinding: boolean): MatchResult {
-    return this.#volumes.findBestMatch(claim, delayBinding);
+    return this.#volumes.findBestMatch(claim, delayBinding, this.#isReserved);
+  }
+
+  /**
+   * Reserves the volume for the claim until the returned release is called; throws, reserving
+   * nothing, when a bind to another claim holds it.
+   */
+  reserveVolume(name: string, claim: string): () => void {
+    const holder = this.#reserved.get(name);
+    if (holder !== undefined && holder !== claim) {
+      throw new Error(`volume "${name}" is being bound to claim "${holder}"`);
+    }
+    if (holder !== undefined) return () => {};
+    this.#reserved.set(name, claim);
+    return () => {
+      this.#reserved.delete(name);
+    };
   }
 
   getVolume(name: string): V1PersistentVolume | undefined {

@@ -30,6 +30,8 @@ export interface PersistentVolumeControllerRunnerOptions {
   metrics?: PersistentVolumeMetrics;
   /** --pvclaimbinder-sync-period: every claim, then every volume, is re-queued this often. */
   resyncPeriodMs: number;
+  /** --concurrent-pvclaimbinder-syncs: claim keys, and volume keys, synced at once; default 1, as upstream. */
+  concurrentSyncs?: number;
   /** --enable-dynamic-provisioning. */
   enableDynamicProvisioning: boolean;
   /** Crash-safety tests only: see crash-seam.ts. */
@@ -39,11 +41,13 @@ export interface PersistentVolumeControllerRunnerOptions {
 /**
  * Runs a PersistentVolumeController (upstream's one type is split in two: pv_controller.go's
  * decisions there, pv_controller_base.go's informers, queues and Run here, as the files are): the
- * shared informers feed two queues, "claims" and "volumes", each drained by one worker so syncs of
- * one kind never overlap; a periodic resync re-queues everything. A worker reads the key's object
- * from the informer; an object the informer no longer has is a delete, handled with the
- * controller's cached copy. As upstream v1.37, a failed sync is re-queued rate-limited (5 ms doubling
- * per key, with a global bucket) and a good one forgets the key; operations carry their own backoff.
+ * shared informers feed two queues, "claims" and "volumes", each drained by one worker upstream;
+ * here by `concurrentSyncs` workers (the queue never hands one key to two; ControllerCache's
+ * reservations keep two claim syncs from choosing one volume); a periodic resync re-queues
+ * everything. A worker reads the key's object from the informer; an object the informer no longer
+ * has is a delete, handled with the controller's cached copy. As upstream v1.37, a failed sync is
+ * re-queued rate-limited (5 ms doubling per key, with a global bucket) and a good one forgets the
+ * key; operations carry their own backoff.
  */
 export class PersistentVolumeControllerRunner {
   readonly #volumes: SharedInformer<V1PersistentVolume>;
@@ -54,12 +58,14 @@ export class PersistentVolumeControllerRunner {
   readonly #controller: PersistentVolumeController;
   readonly #clock: Clock;
   readonly #resyncPeriodMs: number;
+  readonly #concurrentSyncs: number;
 
   constructor(opts: PersistentVolumeControllerRunnerOptions) {
     this.#clock = opts.clock ?? realClock;
     // Named by the controller manager (the `controller` binding, as klog.LoggerWithName upstream).
     const log = opts.logger;
     this.#resyncPeriodMs = opts.resyncPeriodMs;
+    this.#concurrentSyncs = opts.concurrentSyncs ?? 1;
     const { informers } = opts;
     this.#volumes = informers.persistentVolumes();
     this.#claims = informers.persistentVolumeClaims();
@@ -139,14 +145,14 @@ export class PersistentVolumeControllerRunner {
       await Promise.all([
         runWorkers(
           this.#volumeQueue,
-          1,
+          this.#concurrentSyncs,
           forgetting(this.#volumeQueue, (name) => this.#volumeWorker(name)),
           signal,
           retry(this.#volumeQueue),
         ),
         runWorkers(
           this.#claimQueue,
-          1,
+          this.#concurrentSyncs,
           forgetting(this.#claimQueue, (key) => this.#claimWorker(key)),
           signal,
           retry(this.#claimQueue),
@@ -158,10 +164,12 @@ export class PersistentVolumeControllerRunner {
     }
   }
 
+  // The informer's objects are frozen and the controller copies before it changes one, so it is
+  // handed the informer's own (copying it for every sync only cost CPU and garbage).
   async #volumeWorker(name: string): Promise<void> {
     const volume = this.#volumes.store.get(name);
     if (volume) {
-      await this.#controller.updateVolume(structuredClone(volume));
+      await this.#controller.updateVolume(volume);
       return;
     }
     const cached = this.#controller.cachedVolume(name);
@@ -171,7 +179,7 @@ export class PersistentVolumeControllerRunner {
   async #claimWorker(key: string): Promise<void> {
     const claim = this.#claims.store.get(key);
     if (claim) {
-      await this.#controller.updateClaim(structuredClone(claim));
+      await this.#controller.updateClaim(claim);
       return;
     }
     const cached = this.#controller.cachedClaim(key);

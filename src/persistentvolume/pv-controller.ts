@@ -59,9 +59,9 @@ export interface PersistentVolumeControllerDeps {
  * informer's object or, when the informer no longer has it, deleteClaim/deleteVolume with the cached
  * one.
  *
- * Every method expects to run on the worker of its kind only: syncs are not reentrant (two concurrent
- * syncClaims could bind one volume to two claims; the API's resourceVersion checks would catch it,
- * at the cost of conflicts).
+ * Syncs of different claims (and of different volumes) may run at once; two syncs of one object may
+ * not (the work queue never hands out a key twice). Two concurrent syncClaims never bind one volume
+ * to two claims: bind() reserves the volume in the cache before its first write (ControllerCache).
  */
 export class PersistentVolumeController {
   readonly #ctx: BinderContext;

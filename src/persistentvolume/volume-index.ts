@@ -124,13 +124,18 @@ export class VolumeIndex {
   /**
    * findBestMatchForClaim. No volume and no error: nothing matches. An error: the claim cannot be
    * matched at all (invalid selector, as upstream; or, where upstream would read zero or ignore bad
-   * input, a missing/unparsable storage request or an unknown access mode).
+   * input, a missing/unparsable storage request or an unknown access mode). Volumes `excluded` names
+   * are passed over as if bound to another claim (the controller's reservations, ControllerCache).
    */
-  findBestMatch(claim: V1PersistentVolumeClaim, delayBinding: boolean): MatchResult {
+  findBestMatch(
+    claim: V1PersistentVolumeClaim,
+    delayBinding: boolean,
+    excluded: (name: string) => boolean = () => false,
+  ): MatchResult {
     const query = claimQuery(claim);
     if (query instanceof Error) return { error: query.message };
-    const rest = (entry: Entry) => passes(query, entry, UNGROUPED_RULES);
-    const prebound = this.#prebound(query);
+    const rest = (entry: Entry) => !excluded(entry.name) && passes(query, entry, UNGROUPED_RULES);
+    const prebound = this.#prebound(query, excluded);
     const attributes = groupAttributes(query.storageClass, query.volumeMode, query.vac);
     for (const mask of BUCKET_ORDER) {
       if ((mask & query.modes) !== query.modes) continue;
@@ -144,10 +149,10 @@ export class VolumeIndex {
   }
 
   /** The pre-bound volume upstream would return first: earliest bucket, then smallest name. */
-  #prebound(query: ClaimQuery): Entry | undefined {
+  #prebound(query: ClaimQuery, excluded: (name: string) => boolean): Entry | undefined {
     let best: Entry | undefined;
     for (const entry of this.#byClaimRef.get(query.key) ?? []) {
-      if (!passes(query, entry, RULES)) continue;
+      if (excluded(entry.name) || !passes(query, entry, RULES)) continue;
       if (!best || visitedBefore(entry, best)) best = entry;
     }
     return best;
