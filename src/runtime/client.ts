@@ -204,6 +204,7 @@ export class ApiClients {
         await limiter.wait();
         // After the limiter's wait, which may be long: the gate judges the moment of sending.
         const fence = writeGate && !READ_METHODS.has(method) ? await writeGate.admit() : undefined;
+        if (fence && writeGate) fenceAtSend(request, writeGate);
         const signals = [request.getSignal(), fence].filter((s) => s !== undefined);
         const timeout =
           requestTimeoutMs > 0
@@ -292,6 +293,36 @@ export class SharedDispatcher {
     }
     request.setDispatcher(this.#current);
   }
+}
+
+type DispatchHandler = Parameters<Dispatcher["dispatch"]>[1];
+
+/**
+ * Asks the gate again the moment undici writes the request to its socket (onRequestStart comes right
+ * before the write, in the same synchronous step), not only when it was admitted: see WriteGate. A
+ * request on undici's global dispatcher (no TLS options) is fenced at admission only.
+ */
+function fenceAtSend(request: RequestContext, gate: WriteGate): void {
+  const dispatcher = request.getDispatcher();
+  if (!dispatcher) return;
+  request.setDispatcher(
+    dispatcher.compose((dispatch) => (opts, handler) => dispatch(opts, fencedHandler(handler, gate))),
+  );
+}
+
+function fencedHandler(handler: DispatchHandler, gate: WriteGate): DispatchHandler {
+  return {
+    onRequestStart(controller, context) {
+      const refusal = gate.refusal();
+      if (refusal) controller.abort(refusal);
+      else handler.onRequestStart?.(controller, context);
+    },
+    onRequestUpgrade: (...args) => handler.onRequestUpgrade?.(...args),
+    onResponseStart: (...args) => handler.onResponseStart?.(...args),
+    onResponseData: (...args) => handler.onResponseData?.(...args),
+    onResponseEnd: (...args) => handler.onResponseEnd?.(...args),
+    onResponseError: (...args) => handler.onResponseError?.(...args),
+  };
 }
 
 function restClientMetrics(registry: Registry) {

@@ -17,6 +17,10 @@ export class FencedError extends Error {
  *   its elector has re-checked the Lease: writes wait for a fresh renewal, or fail when the term ends.
  * - Writes in flight when the renewal goes stale, or when the term ends, are aborted (the signal
  *   admit() returns): the apiserver may still apply one already sent, but none is sent afterwards.
+ * - The client asks again (refusal()) the moment undici writes a request to its socket: a process
+ *   stopped between admit() and that write (SIGSTOP, a paused VM) would otherwise send it on resume,
+ *   before the timer that aborts stale writes has run. The chaos suite saw it: an Event created 1.1 s
+ *   into the next leader's term.
  */
 export class WriteGate {
   readonly #clock: Clock;
@@ -69,18 +73,30 @@ export class WriteGate {
    */
   async admit(): Promise<AbortSignal> {
     for (;;) {
+      const refusal = this.refusal();
       const term = this.#term;
-      if (!term) throw new FencedError("not leading: API writes are refused");
-      if (term.aborted)
-        throw new FencedError(`no longer leading (${reasonOf(term)}): API writes are refused`);
-      if (this.#clock.now() - this.#renewedAt < this.#renewDeadlineMs && !this.#fresh.signal.aborted) {
-        return AbortSignal.any([term, this.#fresh.signal]);
-      }
-      // Stale, timers not yet run (or the stale timer fired before the event loop got here): abort what
-      // is in flight and wait for the elector to renew or give up.
-      this.#fresh.abort(this.#staleError());
+      if (!term || term.aborted) throw refusal ?? new FencedError("not leading");
+      if (!refusal) return AbortSignal.any([term, this.#fresh.signal]);
+      // Stale: wait for the elector to renew or give up.
       await new Promise<void>((resolve) => this.#waiters.add(resolve));
     }
+  }
+
+  /**
+   * Why a write may not be sent at this moment; undefined when it may. admit() asks it, and the client
+   * asks it again the moment its HTTP library writes the request (see ApiClients).
+   */
+  refusal(): FencedError | undefined {
+    const term = this.#term;
+    if (!term) return new FencedError("not leading: API writes are refused");
+    if (term.aborted) return new FencedError(`no longer leading (${reasonOf(term)}): API writes are refused`);
+    if (this.#clock.now() - this.#renewedAt < this.#renewDeadlineMs && !this.#fresh.signal.aborted) {
+      return undefined;
+    }
+    // Stale, timers not yet run (or the stale timer fired before the event loop got here): abort what
+    // is in flight too.
+    this.#fresh.abort(this.#staleError());
+    return this.#staleError();
   }
 
   #wake(): void {

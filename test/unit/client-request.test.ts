@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { createServer, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { KubeConfig } from "@kubernetes/client-node";
-import { FakeClock } from "../../src/runtime/clock.js";
+import { FakeClock, type Clock } from "../../src/runtime/clock.js";
 import { ApiClients } from "../../src/runtime/client.js";
 import { WriteGate } from "../../src/runtime/write-gate.js";
 
@@ -101,4 +101,39 @@ describe("ApiClients requests", () => {
     term.abort(new Error("lease lost"));
     await assert.rejects(write, /lease lost/);
   });
+
+  // Without the second look the write is sent and hangs on the silent server: the timeout fails it.
+  test(
+    "a write admitted before the process stopped is not sent if the renewal went stale meanwhile",
+    { timeout: 10_000 },
+    async () => {
+      // As a process resumed after SIGSTOP: its monotonic clock has moved on, its timers have not run
+      // yet (this clock's never do). The gate's first look (admit) still saw the renewal fresh; its
+      // next, when undici writes the request, sees it stale.
+      const now = 0;
+      let looks = 0;
+      const stopped: Clock = {
+        now: () => (looks++ === 0 ? now : now + 10_000),
+        setTimer: () => () => {},
+      };
+      const gate = new WriteGate(stopped, 10_000);
+      const term = new AbortController();
+      gate.renewed(now);
+      gate.lead(term.signal);
+      looks = 0;
+      const { core } = new ApiClients(kubeConfig(), {
+        qps: -1,
+        burst: 1,
+        clock: new FakeClock(),
+        writeGate: gate,
+      });
+      const start = received;
+      await assert.rejects(core.createNamespace({ body: { metadata: { name: "x" } } }), (err: Error) => {
+        assert.match((err.cause as Error | undefined)?.message ?? err.message, /last renewed more than/);
+        return true;
+      });
+      assert.ok(looks >= 2, "the gate was asked again at the write");
+      assert.equal(received, start, "nothing reached the server");
+    },
+  );
 });
