@@ -161,7 +161,7 @@ export class PersistentVolumeControllerRunner {
   async #volumeWorker(name: string): Promise<void> {
     const volume = this.#volumes.store.get(name);
     if (volume) {
-      await this.#controller.updateVolume(structuredClone(volume));
+      await this.#controller.updateVolume(volume);
       return;
     }
     const cached = this.#controller.cachedVolume(name);
@@ -171,7 +171,7 @@ export class PersistentVolumeControllerRunner {
   async #claimWorker(key: string): Promise<void> {
     const claim = this.#claims.store.get(key);
     if (claim) {
-      await this.#controller.updateClaim(structuredClone(claim));
+      await this.#controller.updateClaim(claim);
       return;
     }
     const cached = this.#controller.cachedClaim(key);
