@@ -7,7 +7,9 @@ import { VolumeIndex, type MatchResult } from "./volume-index.js";
  * The controller's own view of PVs and PVCs: the last version it saw from the informers or wrote
  * itself. Binding makes four writes whose watch events arrive later; without this cache a sync in
  * between would see the informer's stale copies and try to redo (and conflict on) what was just
- * written. Objects are frozen: copy before changing.
+ * written. Objects are frozen: copy before changing. It holds the informers' own frozen objects, not
+ * copies (upstream's cache holds the lister's pointers too): a copy of each would double the binder's
+ * memory.
  *
  * It also holds reservations: a volume a bind is in progress for, from before its first write until
  * its last, is reserved for that bind's claim. Several claim syncs may run at once (not upstream:

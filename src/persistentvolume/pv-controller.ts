@@ -116,14 +116,14 @@ export class PersistentVolumeController {
     const { cache, log } = this.#ctx;
     for (const volume of volumes) {
       try {
-        cache.storeVolume(structuredClone(volume));
+        cache.storeVolume(volume);
       } catch (err) {
         log.error({ err, volumeName: volume.metadata?.name }, "Error updating volume cache");
       }
     }
     for (const claim of claims) {
       try {
-        cache.storeClaim(structuredClone(claim));
+        cache.storeClaim(claim);
       } catch (err) {
         log.error({ err, PVC: objectRef(claim) }, "Error updating claim cache");
       }

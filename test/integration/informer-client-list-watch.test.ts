@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { CoreV1Api, StorageV1Api, type KubeConfig, type V1PersistentVolume } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  StorageV1Api,
+  type KubeConfig,
+  type V1PersistentVolume,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { clientListWatch, resources, type WatchEvent } from "../../src/runtime/informer/index.js";
 
@@ -89,6 +95,54 @@ describe("client-node lister-watcher on a real apiserver", () => {
     const e = added[0]!;
     assert.ok(e.type === "ADDED" && e.object.metadata?.creationTimestamp instanceof Date);
     assert.equal(e.object.metadata?.managedFields, undefined);
+  });
+
+  test("pods reach the caller as the volume loops read them, from a list and from a watch", async () => {
+    const pods = clientListWatch<V1Pod>(
+      kc,
+      { core, storage: kc.makeApiClient(StorageV1Api) },
+      resources.pods,
+      { namespace: "default" },
+      { watchInactivityTimeoutMs: 2_000 },
+    );
+    const pod = (name: string) =>
+      core.createNamespacedPod({
+        namespace: "default",
+        body: {
+          metadata: { name },
+          spec: {
+            nodeName: "n1",
+            containers: [
+              { name: "app", image: "registry.k8s.io/pause:3.10", env: [{ name: "A", value: "b" }] },
+            ],
+            volumes: [{ name: "data", persistentVolumeClaim: { claimName: "c" } }],
+          },
+        },
+      });
+    await pod("lw-pod-listed");
+    const listed = await pods.list({ limit: 500 }, never);
+    const events: WatchEvent<V1Pod>[] = [];
+    const watching = pods.watch(
+      { resourceVersion: listed.resourceVersion, timeoutSeconds: 400, allowWatchBookmarks: true },
+      (e) => events.push(e),
+      never,
+    );
+    await pod("lw-pod-watched");
+    await watching;
+    const watched = events.flatMap((e) => (e.type === "ADDED" ? [e.object] : []));
+    for (const p of [...listed.items, ...watched]) {
+      assert.deepEqual(JSON.parse(JSON.stringify(p.spec)), {
+        containers: [],
+        nodeName: "n1",
+        volumes: [{ name: "data", persistentVolumeClaim: { claimName: "c" } }],
+      });
+      assert.equal(p.metadata?.managedFields, undefined);
+      assert.ok(p.metadata?.uid && p.metadata.resourceVersion);
+    }
+    assert.deepEqual(
+      [...listed.items, ...watched].map((p) => p.metadata?.name),
+      ["lw-pod-listed", "lw-pod-watched"],
+    );
   });
 
   test("a list request is cancelled by its signal", async () => {

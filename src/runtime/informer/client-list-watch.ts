@@ -6,6 +6,7 @@ import { abortableRequest } from "../client.js";
 import { errorMessage } from "../api-errors.js";
 import type { ListerWatcher, WatchEvent, WatchStatus } from "./list-watch.js";
 import type { ResourceApis, ResourceType, Scope } from "./resources.js";
+import { trimManagedFields } from "./transform.js";
 
 export interface ClientListWatchOptions {
   /**
@@ -26,6 +27,10 @@ export function clientListWatch<T extends KubernetesObject>(
   opts: ClientListWatchOptions,
 ): ListerWatcher<T> {
   const list = resource.lister(apis);
+  const transform = (obj: T) => {
+    const trimmed = trimManagedFields(obj);
+    return resource.transform ? resource.transform(trimmed) : trimmed;
+  };
   const watcher = new Watch(kc);
   // requestTimeoutMs is private in the typings but is the documented knob.
   Object.assign(watcher, { requestTimeoutMs: opts.watchInactivityTimeoutMs });
@@ -41,7 +46,7 @@ export function clientListWatch<T extends KubernetesObject>(
       const res = await list({ ...scope, limit, ...(cont && { _continue: cont }) }, abortableRequest(signal));
       const meta = res.metadata;
       return {
-        items: res.items.map(trimManagedFields),
+        items: res.items.map(transform),
         resourceVersion: meta?.resourceVersion ?? "",
         ...(meta?._continue && { continue: meta._continue }),
       };
@@ -61,7 +66,7 @@ export function clientListWatch<T extends KubernetesObject>(
         };
         const onLine = (type: string, obj: unknown) => {
           try {
-            const event = decode<T>(type, obj, resource.model);
+            const event = decode(type, obj, resource.model, transform);
             if (event) onEvent(event);
           } catch (err) {
             // client-node swallows callback errors; end the watch instead so the event is not lost.
@@ -78,23 +83,17 @@ export function clientListWatch<T extends KubernetesObject>(
   };
 }
 
-/**
- * Drops metadata.managedFields before an object reaches a cache, as kube-controller-manager's informer
- * factory does (its WithTransform trim): no controller reads them, they are often the largest part of
- * an object, and an update sent without them leaves the server's unchanged. `obj` is freshly decoded.
- */
-function trimManagedFields<T>(obj: T): T {
-  const meta = (obj as KubernetesObject | undefined)?.metadata;
-  if (meta?.managedFields) delete meta.managedFields;
-  return obj;
-}
-
-function decode<T>(type: string, obj: unknown, model: string): WatchEvent<T> | undefined {
+function decode<T>(
+  type: string,
+  obj: unknown,
+  model: string,
+  transform: (obj: T) => T,
+): WatchEvent<T> | undefined {
   switch (type) {
     case "ADDED":
     case "MODIFIED":
     case "DELETED":
-      return { type, object: trimManagedFields(ObjectSerializer.deserialize(obj, model, "") as T) };
+      return { type, object: transform(ObjectSerializer.deserialize(obj, model, "") as T) };
     case "BOOKMARK":
       return { type, object: obj as KubernetesObject };
     case "ERROR":

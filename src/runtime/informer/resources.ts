@@ -13,6 +13,7 @@ import {
   type V1StorageClass,
   type V1VolumeAttachment,
 } from "@kubernetes/client-node";
+import { nodeForVolumes, podForVolumes, type TransformFunc } from "./transform.js";
 
 /** What an informer watches besides the resource: one namespace (default all) and selectors. */
 export interface Scope {
@@ -45,6 +46,8 @@ export interface ResourceType<T extends KubernetesObject> {
   readonly namespaced: boolean;
   /** client-node's model name, to decode watch events into the same typed objects lists return. */
   readonly model: string;
+  /** What the cache keeps of each object, after managedFields are trimmed (default: all of it). */
+  readonly transform?: TransformFunc<T>;
   lister(apis: ResourceApis): ListCall<T>;
 }
 
@@ -76,6 +79,7 @@ export const pods: ResourceType<V1Pod> = {
   plural: "pods",
   namespaced: true,
   model: "V1Pod",
+  transform: podForVolumes,
   lister: ({ core: api }) => {
     return ({ namespace, ...q }, o) =>
       namespace ? api.listNamespacedPod({ namespace, ...q }, o) : api.listPodForAllNamespaces(q, o);
@@ -87,6 +91,7 @@ export const nodes: ResourceType<V1Node> = {
   plural: "nodes",
   namespaced: false,
   model: "V1Node",
+  transform: nodeForVolumes,
   lister: ({ core: api }) => {
     return (q, o) => api.listNode(q, o);
   },
