@@ -8,7 +8,13 @@ import type {
 } from "@kubernetes/client-node";
 import { ANN_BIND_COMPLETED, ANN_SELECTED_NODE, VolumeBindingMode } from "../persistentvolume/annotations.js";
 import { defaultStorageClass } from "../persistentvolume/provision.js";
-import { BETA_STORAGE_CLASS_ANNOTATION, getClaimClass } from "../persistentvolume/pv-helpers.js";
+import { checkVolumeSatisfyClaim } from "../persistentvolume/claim-sync.js";
+import {
+  BETA_STORAGE_CLASS_ANNOTATION,
+  getClaimClass,
+  isDelayBindingMode,
+  isVolumeBoundToClaim,
+} from "../persistentvolume/pv-helpers.js";
 import {
   claimQuery,
   labelSelectorText,
@@ -114,17 +120,28 @@ export function explainClaim(inputs: ClaimInputs): ClaimExplanation {
   const { claim } = inputs;
   const spec = claim.spec ?? {};
   const annotations = claim.metadata?.annotations ?? {};
-  // The binder gives a claim that names no class at all the default class, then matches again.
+  const classes = { get: (name: string) => inputs.classes.find((c) => c.metadata?.name === name) };
+  const index = new VolumeIndex();
+  for (const pv of inputs.volumes) index.add(pv);
+  // syncUnboundClaim's matching path: the claim names no volume and has never been bound.
+  const matching = annotations[ANN_BIND_COMPLETED] === undefined && !spec.volumeName;
+  const bestMatch = (c: V1PersistentVolumeClaim) => {
+    const delay = isDelayBindingMode(c, classes);
+    return delay instanceof Error ? undefined : index.findBestMatch(c, delay).volume;
+  };
+  // The binder matches the claim as it is first; only when nothing matches does it give a claim
+  // that names no class at all the default class, then match again.
   const noClass = !(BETA_STORAGE_CLASS_ANNOTATION in annotations) && spec.storageClassName === undefined;
-  const defaultClass = noClass ? defaultStorageClass(inputs.classes) : undefined;
+  const defaultClass =
+    matching && noClass && !bestMatch(claim) ? defaultStorageClass(inputs.classes) : undefined;
   let effective = claim;
   if (defaultClass) {
     effective = structuredClone(claim);
     (effective.spec ??= {}).storageClassName = defaultClass.metadata?.name ?? "";
   }
   const className = getClaimClass(effective);
-  const storageClass = className ? inputs.classes.find((c) => c.metadata?.name === className) : undefined;
-  const delayBinding = storageClass?.volumeBindingMode === VolumeBindingMode.WaitForFirstConsumer;
+  const storageClass = className ? classes.get(className) : undefined;
+  const delayBinding = isDelayBindingMode(effective, classes);
   const selectedNodeName = annotations[ANN_SELECTED_NODE];
   const nodeLabels = inputs.selectedNode?.metadata?.labels;
   // With a selected node the scheduler has chosen (FindMatchingVolume's node path); else the controller's.
@@ -144,7 +161,12 @@ export function explainClaim(inputs: ClaimInputs): ClaimExplanation {
     size: spec.resources?.requests?.storage ?? null,
     volumeMode: spec.volumeMode ?? "Filesystem",
     selector: spec.selector ? labelSelectorText(spec.selector) : null,
-    bindingMode: storageClass ? (storageClass.volumeBindingMode ?? null) : null,
+    // As the binder reads it: no class, or a class that does not exist, binds at once.
+    bindingMode: storageClass
+      ? (storageClass.volumeBindingMode ?? null)
+      : delayBinding === false
+        ? VolumeBindingMode.Immediate
+        : null,
     selectedNode: selectedNodeName ?? null,
     volumeAttributesClass: spec.volumeAttributesClassName ?? null,
   };
@@ -161,7 +183,7 @@ export function explainClaim(inputs: ClaimInputs): ClaimExplanation {
   };
 
   const query = claimQuery(effective, target);
-  if (query instanceof Error) {
+  if (query instanceof Error && matching) {
     return {
       ...base,
       volumes: { total: inputs.volumes.length, matching: 0, byReason: {}, verdicts: [] },
@@ -169,30 +191,27 @@ export function explainClaim(inputs: ClaimInputs): ClaimExplanation {
       suggestions: ["fix the claim's spec (selector, access modes, storage request) and re-create it"],
     };
   }
-
-  const index = new VolumeIndex();
-  for (const pv of inputs.volumes) index.add(pv);
-  const chosen =
-    annotations[ANN_BIND_COMPLETED] === undefined && !spec.volumeName
-      ? index.findBestMatch(effective, delayBinding).volume
-      : undefined;
-  const verdicts = inputs.volumes.map((pv): VolumeVerdict => {
-    const reasons = volumeVerdict(query, pv);
-    const ref = pv.spec?.claimRef;
-    return {
-      name: pv.metadata?.name ?? "",
-      verdict: reasons.length === 0 ? "Match" : "Mismatch",
-      chosen: pv === chosen,
-      preBound: ref != null && reasons.every((r) => r.code !== "BoundToOther"),
-      capacity: pv.spec?.capacity?.storage ?? null,
-      reasons,
-    };
-  });
+  const chosen = matching ? bestMatch(effective) : undefined;
+  const verdicts =
+    query instanceof Error
+      ? []
+      : inputs.volumes.map((pv): VolumeVerdict => {
+          const reasons = volumeVerdict(query, pv);
+          const ref = pv.spec?.claimRef;
+          return {
+            name: pv.metadata?.name ?? "",
+            verdict: reasons.length === 0 ? "Match" : "Mismatch",
+            chosen: pv === chosen,
+            preBound: ref != null && reasons.every((r) => r.code !== "BoundToOther"),
+            capacity: pv.spec?.capacity?.storage ?? null,
+            reasons,
+          };
+        });
   const byReason: Partial<Record<ReasonCode, number>> = {};
   for (const v of verdicts) for (const r of v.reasons) byReason[r.code] = (byReason[r.code] ?? 0) + 1;
-  verdicts.sort(nearestFirst(query.request));
+  if (!(query instanceof Error)) verdicts.sort(nearestFirst(query.request));
   const volumes = {
-    total: verdicts.length,
+    total: inputs.volumes.length,
     matching: verdicts.filter((v) => v.verdict === "Match").length,
     byReason,
     verdicts,
@@ -213,7 +232,8 @@ interface Decision {
   chosen: V1PersistentVolume | undefined;
   className: string;
   storageClass: V1StorageClass | undefined;
-  delayBinding: boolean;
+  /** isDelayBindingMode's answer: an Error stops the binder's matching path. */
+  delayBinding: boolean | Error;
   defaultClass: string | undefined;
   verdicts: readonly VolumeVerdict[];
 }
@@ -238,21 +258,42 @@ function decide(
     );
   }
   if (volumeName) {
-    const v = d.verdicts.find((x) => x.name === volumeName);
-    if (!v) {
+    // syncUnboundClaim's requested-volume path: the binder's own checkVolumeSatisfyClaim, where
+    // the selector and the volume's phase do not count.
+    const pv = inputs.volumes.find((v) => v.metadata?.name === volumeName);
+    if (!pv) {
       return conclusion(
         "WaitForRequestedVolume",
         `the claim asks for volume ${volumeName}, which does not exist; the binder waits for it`,
         volumeName,
       );
     }
-    if (v.verdict === "Match")
-      return conclusion("BindRequested", `would bind the requested volume ${volumeName}`, volumeName);
+    const ref = pv.spec?.claimRef;
+    if (ref == null) {
+      const mismatch = checkVolumeSatisfyClaim(pv, claim);
+      if (mismatch === undefined)
+        return conclusion("BindRequested", `would bind the requested volume ${volumeName}`, volumeName);
+      return conclusion(
+        "WaitForRequestedVolume",
+        `cannot bind to the requested volume ${volumeName}: ${mismatch}; the claim stays Pending`,
+        volumeName,
+      );
+    }
+    if (isVolumeBoundToClaim(pv, claim)) {
+      return conclusion(
+        "BindRequested",
+        `would bind the requested volume ${volumeName}, whose claimRef names this claim`,
+        volumeName,
+      );
+    }
     return conclusion(
       "WaitForRequestedVolume",
-      `the claim asks for volume ${volumeName}, which does not fit it (${v.reasons.map((r) => r.code).join(", ")}); it stays Pending`,
+      `the requested volume ${volumeName} is already bound to a different claim (${ref.namespace ?? ""}/${ref.name ?? ""}); the claim stays Pending`,
       volumeName,
     );
+  }
+  if (d.delayBinding instanceof Error) {
+    return conclusion("Invalid", `the binder cannot sync this claim: ${d.delayBinding.message}`);
   }
   if (d.chosen) {
     const name = d.chosen.metadata?.name ?? "";

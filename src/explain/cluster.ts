@@ -33,7 +33,7 @@ export class ClusterReader {
 
   /** Everything explainClaim reads; undefined when the claim does not exist. */
   async claimInputs(name: string, now = new Date()): Promise<ClaimInputs | undefined> {
-    const { core, storage, coordination } = this.#clients;
+    const { core } = this.#clients;
     const namespace = this.namespace;
     let claim;
     try {
@@ -45,15 +45,24 @@ export class ClusterReader {
       });
     }
     const selectedNode = claim.metadata?.annotations?.[ANN_SELECTED_NODE];
-    const [volumes, classes, csiDrivers, leases, node] = await Promise.all([
+    const [context, node] = await Promise.all([
+      this.claimContext(),
+      selectedNode ? core.readNode({ name: selectedNode }).catch(() => undefined) : undefined,
+    ]);
+    return { claim, ...context, selectedNode: node, now };
+  }
+
+  /** What explainClaim reads besides the claim and its selected node. */
+  async claimContext(): Promise<Omit<ClaimInputs, "claim" | "selectedNode" | "now">> {
+    const { core, storage, coordination } = this.#clients;
+    const [volumes, classes, csiDrivers, leases] = await Promise.all([
       listAll("PersistentVolumes", (p) => core.listPersistentVolume(p)),
       listAll("StorageClasses", (p) => storage.listStorageClass(p)),
       listAll("CSIDrivers", (p) => storage.listCSIDriver(p)),
       // Only a hint that a provisioner runs: not being allowed to list Leases is no failure.
       listAll("Leases", (p) => coordination.listLeaseForAllNamespaces(p)).catch(() => undefined),
-      selectedNode ? core.readNode({ name: selectedNode }).catch(() => undefined) : undefined,
     ]);
-    return { claim, volumes, classes, csiDrivers, leases, selectedNode: node, now };
+    return { volumes, classes, csiDrivers, leases };
   }
 
   /** Everything explainVolume reads; undefined when the volume does not exist. */
@@ -92,7 +101,7 @@ export class ClusterReader {
    * namespace: another namespace's pod may hold the volume on another node.
    */
   async podInputs(name: string, now = new Date()): Promise<PodInputs | undefined> {
-    const { core, storage } = this.#clients;
+    const { core } = this.#clients;
     const namespace = this.namespace;
     let pod;
     try {
@@ -101,6 +110,12 @@ export class ClusterReader {
       if (isNotFound(err)) return undefined;
       throw new Error(`reading Pod ${namespace}/${name}: ${errorMessage(err)}`, { cause: err });
     }
+    return { pod, ...(await this.podContext()), now };
+  }
+
+  /** What explainPod reads besides the pod. */
+  async podContext(): Promise<Omit<PodInputs, "pod" | "now">> {
+    const { core, storage } = this.#clients;
     const [nodes, pods, claims, volumes, csiDrivers, volumeAttachments] = await Promise.all([
       listAll("Nodes", (p) => core.listNode(p)),
       listAll("Pods", (p) => core.listPodForAllNamespaces(p)),
@@ -109,7 +124,7 @@ export class ClusterReader {
       listAll("CSIDrivers", (p) => storage.listCSIDriver(p)),
       listAll("VolumeAttachments", (p) => storage.listVolumeAttachment(p)),
     ]);
-    return { pod, nodes, pods, claims, volumes, csiDrivers, volumeAttachments, now };
+    return { nodes, pods, claims, volumes, csiDrivers, volumeAttachments };
   }
 }
 

@@ -9,7 +9,6 @@ import {
   ClaimPhase,
   EventReason,
   hasAnnotation,
-  VolumeBindingMode,
 } from "./annotations.js";
 import { bind, updateClaimStatus, updateClaimStatusWithEvent } from "./bind.js";
 import { updateMigrationAnnotations } from "./csi-migration.js";
@@ -22,6 +21,7 @@ import {
   claimVAC,
   getClaimClass,
   getVolumeClass,
+  isDelayBindingMode,
   isVolumeBoundToClaim,
   volumeCapacity,
   volumeModeMismatch,
@@ -70,7 +70,8 @@ export async function syncUnboundClaim(ctx: BinderContext, claim: V1PersistentVo
 /** The user did not ask for a volume: bind the best match, or provision, or wait. */
 async function syncUnboundClaimAnyVolume(ctx: BinderContext, claim: V1PersistentVolumeClaim): Promise<void> {
   const log = { PVC: objectRef(claim) };
-  const delayBinding = isDelayBindingMode(ctx, claim);
+  const delayBinding = isDelayBindingMode(claim, ctx.classes);
+  if (delayBinding instanceof Error) throw delayBinding;
   const { volume, error } = ctx.cache.findBestMatch(claim, delayBinding);
   if (error !== undefined) {
     ctx.log.info(
@@ -241,20 +242,6 @@ export function checkVolumeSatisfyClaim(
   if (volumeModeMismatch(claim.spec, volume.spec)) return "incompatible volumeMode";
   if (!checkAccessModes(claim, volume)) return "incompatible accessMode";
   return undefined;
-}
-
-/**
- * Whether binding waits for the scheduler (the class is WaitForFirstConsumer). No class, or a class
- * that does not exist (yet), binds immediately; a class without a binding mode is an error.
- */
-function isDelayBindingMode(ctx: BinderContext, claim: V1PersistentVolumeClaim): boolean {
-  const className = getClaimClass(claim);
-  if (className === "") return false;
-  const storageClass = ctx.classes.get(className);
-  if (!storageClass) return false;
-  const mode = storageClass.volumeBindingMode;
-  if (mode === undefined) throw new Error(`VolumeBindingMode not set for StorageClass "${className}"`);
-  return mode === VolumeBindingMode.WaitForFirstConsumer;
 }
 
 /** Tells the user why a WaitForFirstConsumer claim waits: for a pod, or for its pods to be scheduled. */

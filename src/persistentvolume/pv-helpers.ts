@@ -6,8 +6,10 @@ import type {
   V1PersistentVolumeClaim,
   V1PersistentVolumeClaimSpec,
   V1PersistentVolumeSpec,
+  V1StorageClass,
 } from "@kubernetes/client-node";
 import { tryParseQuantity, type Quantity } from "../util/quantity.js";
+import { VolumeBindingMode } from "./annotations.js";
 
 /**
  * Pure ports of component-helpers storage/volume (pv_helpers.go, helpers.go) and of the label and
@@ -30,6 +32,24 @@ export function getClaimClass(claim: V1PersistentVolumeClaim): string {
 /** GetPersistentVolumeClass: the beta annotation wins, even when empty. */
 export function getVolumeClass(pv: V1PersistentVolume): string {
   return pv.metadata?.annotations?.[BETA_STORAGE_CLASS_ANNOTATION] ?? pv.spec?.storageClassName ?? "";
+}
+
+/**
+ * IsDelayBindingMode: whether binding waits for the scheduler (the class is WaitForFirstConsumer).
+ * No class, or a class that does not exist (yet), binds immediately; a class without a binding mode
+ * is an error (the API server defaults it to Immediate, so only a hand-made object lacks it).
+ */
+export function isDelayBindingMode(
+  claim: V1PersistentVolumeClaim,
+  classes: { get(name: string): V1StorageClass | undefined },
+): boolean | Error {
+  const className = getClaimClass(claim);
+  if (className === "") return false;
+  const storageClass = classes.get(className);
+  if (!storageClass) return false;
+  const mode = storageClass.volumeBindingMode;
+  if (mode === undefined) return new Error(`VolumeBindingMode not set for StorageClass "${className}"`);
+  return mode === VolumeBindingMode.WaitForFirstConsumer;
 }
 
 /** IsVolumeBoundToClaim: claimRef names the claim; a claimRef UID, when present, must be the claim's. */

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { diff, unexpectedHandoverWrites } from "./compare.js";
+import { explainMismatches, type ExplainResult } from "./explain-check.js";
 import { ConformanceRunner } from "./runner.js";
 import { randomScenario } from "./random-scenario.js";
 import { SCENARIOS } from "./scenarios.js";
@@ -42,7 +43,7 @@ describe("kvc decides as kube-controller-manager does", () => {
   });
 
   for (const scenario of scenarios) {
-    test(scenario.name, async () => {
+    test(scenario.name, async (t) => {
       const [a, b] = await Promise.all([upstream.run(scenario), ours.run(scenario)]);
       // After a switch nothing is detached, re-bound, re-provisioned or created: on either side.
       const unexpected = unexpectedHandoverWrites(scenario, { upstream: a, kvc: b });
@@ -51,9 +52,19 @@ describe("kvc decides as kube-controller-manager does", () => {
         [],
         `${scenario.name}: writes across the handover:\n${unexpected.join("\n")}`,
       );
-      if (scenario.differs) return; // run, declared different: see scenarios.ts
-      const differences = diff(a, b);
-      assert.deepEqual(differences, [], `${scenario.name} differs:\n${differences.join("\n")}`);
+      // A scenario declared different (see scenarios.ts) is run, not compared.
+      if (!scenario.differs) {
+        const differences = diff(a, b);
+        assert.deepEqual(differences, [], `${scenario.name} differs:\n${differences.join("\n")}`);
+      }
+      // kvc explain's verdict on every claim and pod created equals what each controller did.
+      const wrong = explainMismatches({ upstream: a, kvc: b });
+      assert.deepEqual(wrong, [], `${scenario.name}: kvc explain predicted otherwise:\n${wrong.join("\n")}`);
+      const { predictions, undecided } = b.Explain as ExplainResult;
+      const count = (prefix: string) => predictions.filter((p) => p.startsWith(prefix)).length;
+      t.diagnostic(
+        `explain checked: ${count("PVC ")} binder, ${count("Pod ")} attach; undecided: ${undecided.length}`,
+      );
     });
   }
 });

@@ -15,6 +15,7 @@ import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js
 import { isNotFound } from "../../src/runtime/api-errors.js";
 import { waitFor } from "../../src/util/wait.js";
 import { startKvc } from "../support/kvc-process.js";
+import { ExplainCheck } from "./explain-check.js";
 import { WriteLog, type Collection, type Write } from "./write-log.js";
 
 /**
@@ -140,6 +141,8 @@ interface Run {
   handover: WriteLog | undefined;
   /** The writes of each closed handover window, rendered. */
   windows: string[][];
+  /** kvc explain's verdicts on the claims and pods created, checked after each settle. */
+  explain: ExplainCheck;
 }
 
 export class ConformanceRunner {
@@ -207,12 +210,14 @@ export class ConformanceRunner {
 
   /** Runs the scenario and returns its settled, normalised outcome; cleans up after it. */
   async run(scenario: Scenario): Promise<Snapshot> {
+    const ns = `c${++this.#seq}`;
     const run: Run = {
-      ns: `c${++this.#seq}`,
+      ns,
       identities: new Map(),
       dirty: false, // the previous scenario's cleanup waited until its objects were gone
       handover: undefined,
       windows: [],
+      explain: new ExplainCheck(this.#cp.kubeconfigPath, ns),
     };
     if (this.#impl === "kvc" && scenario.startOn && scenario.startOn !== this.#running?.impl)
       await this.#switchTo(scenario.startOn);
@@ -221,14 +226,17 @@ export class ConformanceRunner {
       for (const step of scenario.steps) {
         // Every step starts from a settled state: no outcome depends on which informer event lands first.
         await this.#settle(run);
+        await run.explain.verify();
         if (!("settle" in step || "switchTo" in step)) await this.#closeHandover(run);
         await this.#step(step, run);
         run.dirty = true;
       }
       await this.#settle(run);
+      await run.explain.verify();
       await this.#closeHandover(run);
       const snapshot = await this.#snapshot(run);
       if (run.windows.length) snapshot.Handover = run.windows;
+      snapshot.Explain = run.explain.result();
       return snapshot;
     } finally {
       await run.handover?.close().catch(() => undefined);
@@ -252,14 +260,19 @@ export class ConformanceRunner {
         if (previous.every((o) => o.kind === "PersistentVolume")) await this.#initialised(previous);
         else await this.#settle(run);
         previous = tiers.get(tier)!;
+        await run.explain.before(previous);
+        const created: KubernetesObject[] = [];
         for (const obj of previous) {
           const body = structuredClone(obj) as KubernetesObject & {
             spec?: { claimRef?: { namespace?: string } };
           };
           if (isNamespaced(body.kind)) body.metadata = { ...body.metadata, namespace: ns };
           if (body.spec?.claimRef?.namespace === "NS") body.spec.claimRef.namespace = ns;
-          this.#identify(run, await this.#objects.create(body), body.kind);
+          const made = await this.#objects.create(body);
+          created.push(made);
+          this.#identify(run, made, body.kind);
         }
+        run.explain.predict(created);
         run.dirty = true;
       }
     } else if ("delete" in step) {

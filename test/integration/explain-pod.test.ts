@@ -129,4 +129,78 @@ describe("kvc explain pod on the real control plane", () => {
     );
     assert.equal((JSON.parse(stdout) as PodExplanation).conclusion.kind, "MultiAttachConflict");
   });
+
+  test("each other conclusion, read from the API", async () => {
+    const claim = await boundCSIClaim(core, { namespace: NS, driver: DRIVER, handle: "vol-2" });
+    const podWith = (name: string, spec: object) =>
+      core.createNamespacedPod({
+        namespace: NS,
+        body: {
+          metadata: { name },
+          spec: { containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }], ...spec },
+        },
+      });
+    await podWith("unscheduled", {
+      volumes: [{ name: "data", persistentVolumeClaim: { claimName: claim } }],
+    });
+    // A node its kubelet attaches for (no controller-managed annotation), and a node that is gone.
+    await core.createNode({ body: { metadata: { name: "node-self" } } });
+    await createPod("on-unmanaged", "node-self", claim);
+    await createPod("on-gone", "node-gone", claim);
+    // No binder runs here: the claim stays Pending.
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace: NS,
+      body: {
+        metadata: { name: "unbound" },
+        spec: {
+          accessModes: ["ReadWriteOnce"],
+          resources: { requests: { storage: "1Gi" } },
+          storageClassName: "",
+        },
+      },
+    });
+    await createPod("waits-for-claim", "node-1", "unbound");
+    await createPod("no-claim", "node-1", "missing");
+    await podWith("scratch", { nodeName: "node-1", volumes: [{ name: "data", emptyDir: {} }] });
+    const kinds: [string, string][] = [];
+    for (const name of ["unscheduled", "on-unmanaged", "on-gone", "waits-for-claim", "no-claim", "scratch"])
+      kinds.push([name, volume(await explain(name)).conclusion.kind]);
+    assert.deepEqual(kinds, [
+      ["unscheduled", "NotScheduled"],
+      ["on-unmanaged", "NodeNotManaged"],
+      ["on-gone", "NodeNotManaged"],
+      ["waits-for-claim", "ClaimNotBound"],
+      ["no-claim", "CannotResolve"],
+      ["scratch", "NotAttachable"],
+    ]);
+
+    // A pod that ended with its volume still mounted on a Ready node: the detach waits for the kubelet.
+    const done = await boundCSIClaim(core, { namespace: NS, driver: DRIVER, handle: "vol-3" });
+    await createPod("done", "node-2", done);
+    const vaName = attachmentName("vol-3", DRIVER, "node-2");
+    await attachWhenAsked(storage, vaName, { timeoutMs });
+    const unique = csiUniqueName(DRIVER, "vol-3");
+    await nodeReportsAttached(core, "node-2", unique, { timeoutMs });
+    await setVolumesInUse(core, "node-2", [unique]);
+    await core.patchNamespacedPodStatus(
+      { namespace: NS, name: "done", body: { status: { phase: "Succeeded" } } },
+      mergePatch,
+    );
+    const pending = volume(await explain("done"));
+    assert.deepEqual(
+      [pending.conclusion.kind, pending.detach?.forceDetach],
+      ["PendingDetach", "never"],
+      pending.conclusion.message,
+    );
+    // Unmounted: the controller detaches, and explain says so.
+    await setVolumesInUse(core, "node-2", []);
+    const detached = await waitFor(
+      async () => {
+        const v = volume(await explain("done"));
+        return v.conclusion.kind === "Detached" ? v : undefined;
+      },
+      { timeoutMs, what: "the controller to detach vol-3 from node-2" },
+    );
+    assert.equal(detached.attachment?.exists, false);
+  });
 });

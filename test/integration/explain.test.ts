@@ -182,6 +182,13 @@ describe("kvc explain pvc on the real control plane", () => {
     await claim(ns, "missing", { storageClassName: "missing" });
     await claim(ns, "none", { resources: { requests: { storage: "1Ti" } } });
     await claim(ns, "requested", { volumeName: "not-there" });
+    // Naming a volume: the binder's checkVolumeSatisfyClaim; the selector does not count.
+    await volume("c-named", "10Gi");
+    await claim(ns, "named", { volumeName: "c-named", selector: { matchLabels: { zone: "a" } } });
+    await volume("c-named-small", "1Gi");
+    await claim(ns, "named-small", { volumeName: "c-named-small" });
+    const completed = { "pv.kubernetes.io/bind-completed": "yes" };
+    await claim(ns, "lost", { volumeName: "c-never-there" }, completed);
 
     const bind = await explain(ns, "bind");
     assert.deepEqual([bind.conclusion.kind, bind.conclusion.volume], ["Bind", "c-fit"]);
@@ -194,6 +201,14 @@ describe("kvc explain pvc on the real control plane", () => {
     assert.equal((await explain(ns, "missing")).conclusion.kind, "ClassNotFound");
     assert.equal((await explain(ns, "none")).conclusion.kind, "NoMatchNoClass");
     assert.equal((await explain(ns, "requested")).conclusion.kind, "WaitForRequestedVolume");
+    const named = await explain(ns, "named");
+    assert.deepEqual([named.conclusion.kind, named.conclusion.volume], ["BindRequested", "c-named"]);
+    const small = await explain(ns, "named-small");
+    assert.equal(small.conclusion.kind, "WaitForRequestedVolume");
+    assert.match(small.conclusion.message, /requested PV is too small/);
+    assert.equal((await explain(ns, "lost")).conclusion.kind, "Lost");
+    // Bound: "explain's 'would bind X' is what kvc then does" below. Invalid needs a claim the
+    // apiserver rejects (bad selector, unknown access mode, no request): unit tests only.
   });
 
   test("the CLI: -o json, -o yaml, human output; KUBECONFIG and --context as kubectl", async () => {
@@ -221,7 +236,7 @@ describe("kvc explain pvc on the real control plane", () => {
     );
   });
 
-  test("explain pv: Released and Retained, Failed with its last warning event, deletion held by a finalizer", async () => {
+  test("explain pv: each conclusion; Failed with its last warning event, deletion held by a finalizer", async () => {
     const reader = new ClusterReader({ kubeconfig: cp.kubeconfigPath });
     const explainPV = async (name: string) => {
       const inputs = await reader.volumeInputs(name);
@@ -257,6 +272,55 @@ describe("kvc explain pvc on the real control plane", () => {
       [failed.lastWarning?.reason, failed.lastWarning?.message],
       ["VolumeFailedDelete", "the storage refused"],
     );
+
+    // Every other phase and what the binder does about it.
+    const kinds: [string, string][] = [];
+    const check = async (name: string) => kinds.push([name, (await explainPV(name)).conclusion.kind]);
+    await core.createPersistentVolume({
+      body: {
+        metadata: { name: "p-new" },
+        spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: "/tmp/x" } },
+      },
+    });
+    await check("p-new");
+    await volume("p-free", "1Gi");
+    await check("p-free");
+    await volume("p-reserved", "1Gi", { claimRef: { namespace: "conclusions", name: "nobody" } });
+    await check("p-reserved");
+    await claim("conclusions", "holder", { volumeName: "p-bound" });
+    const holder = await core.readNamespacedPersistentVolumeClaim({
+      namespace: "conclusions",
+      name: "holder",
+    });
+    const ref = { namespace: "conclusions", name: "holder", uid: holder.metadata?.uid ?? "" };
+    await volume("p-bound", "10Gi", { claimRef: ref }, {}, "Bound");
+    await check("p-bound");
+    await volume("p-orphan", "1Gi", { claimRef: { ...ref, uid: "u-old" } }, {}, "Bound");
+    await check("p-orphan");
+    const releasedBy = (name: string, policy: string) =>
+      volume(
+        name,
+        "1Gi",
+        {
+          persistentVolumeReclaimPolicy: policy,
+          claimRef: { namespace: "conclusions", name: "gone", uid: "u1" },
+        },
+        {},
+        "Released",
+      );
+    await releasedBy("p-delete", "Delete");
+    await check("p-delete");
+    await releasedBy("p-recycle", "Recycle");
+    await check("p-recycle");
+    assert.deepEqual(kinds, [
+      ["p-new", "NotSynced"],
+      ["p-free", "Available"],
+      ["p-reserved", "PreBound"],
+      ["p-bound", "Bound"],
+      ["p-orphan", "ClaimGone"],
+      ["p-delete", "WillDelete"],
+      ["p-recycle", "WillRecycle"],
+    ]);
 
     await volume("p-held", "1Gi", {}, { finalizers: ["example.com/hold"] });
     await core.deletePersistentVolume({ name: "p-held" });

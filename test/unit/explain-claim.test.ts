@@ -347,6 +347,69 @@ describe("explainClaim: the binder's next step", () => {
     assert.equal(explainClaim(inputs(invalid)).conclusion.kind, "Invalid");
   });
 
+  test("a claim naming its volume: the binder's checkVolumeSatisfyClaim, each check", () => {
+    const requested = pvc({ volumeName: "v", selector: { matchLabels: { tier: "db" } } });
+    const judge = (volume: V1PersistentVolume, claim = requested) =>
+      explainClaim(inputs(claim, { volumes: [volume] })).conclusion;
+    // Neither the selector nor the phase counts when the claim names the volume.
+    const free = judge(pv("v", "10Gi", {}, { labels: {} }));
+    assert.deepEqual([free.kind, free.volume], ["BindRequested", "v"]);
+    assert.equal(judge({ ...pv("v", "10Gi"), status: { phase: "Released" } }).kind, "BindRequested");
+    const cases: [string, V1PersistentVolume, V1PersistentVolumeClaim?][] = [
+      ['the volume is marked for deletion "v"', pv("v", "10Gi", {}, { deletionTimestamp: new Date(0) })],
+      [
+        'invalid storage request "lots"',
+        pv("v", "10Gi"),
+        pvc({ volumeName: "v", resources: { requests: { storage: "lots" } } }),
+      ],
+      ['invalid volume capacity "huge"', pv("v", "huge")],
+      ["requested PV is too small", pv("v", "1Gi")],
+      ["storageClassName does not match", pv("v", "10Gi", { storageClassName: "gold" })],
+      ["volumeAttributesClassName does not match", pv("v", "10Gi", { volumeAttributesClassName: "fast" })],
+      ["incompatible volumeMode", pv("v", "10Gi", { volumeMode: "Block" })],
+      ["incompatible accessMode", pv("v", "10Gi", { accessModes: ["ReadOnlyMany"] })],
+    ];
+    for (const [mismatch, volume, claim] of cases) {
+      const c = judge(volume, claim);
+      assert.equal(c.kind, "WaitForRequestedVolume", mismatch);
+      assert.equal(c.message, `cannot bind to the requested volume v: ${mismatch}; the claim stays Pending`);
+    }
+    // A claimRef naming the claim binds whatever the volume's size (the binder's bind, no check).
+    const prebound = pv("v", "1Gi", { claimRef: { namespace: "ns", name: "data" } });
+    assert.equal(judge(prebound).kind, "BindRequested");
+    const other = judge(pv("v", "10Gi", { claimRef: { namespace: "ns", name: "owner", uid: "uid-9" } }));
+    assert.equal(other.kind, "WaitForRequestedVolume");
+    assert.match(other.message, /already bound to a different claim \(ns\/owner\)/);
+  });
+
+  test("binding mode as the binder reads it: Immediate without a class; a class without one stops it", () => {
+    assert.equal(explainClaim(inputs(pvc())).claim.demands.bindingMode, "Immediate");
+    const missing = explainClaim(inputs(pvc({ storageClassName: "gone" })));
+    assert.equal(missing.claim.demands.bindingMode, "Immediate");
+    const unset: V1StorageClass = { metadata: { name: "odd" }, provisioner: "example.com/x" };
+    const r = explainClaim(inputs(pvc({ storageClassName: "odd" }), { classes: [unset] }));
+    assert.equal(r.claim.demands.bindingMode, null);
+    assert.deepEqual(r.conclusion, {
+      kind: "Invalid",
+      volume: null,
+      provisioner: null,
+      message: 'the binder cannot sync this claim: VolumeBindingMode not set for StorageClass "odd"',
+    });
+  });
+
+  test("a claim without a class binds a class-less volume before the default class is assigned", () => {
+    const claim = pvc();
+    delete claim.spec!.storageClassName;
+    const classes = [
+      sc("std", "kubernetes.io/no-provisioner", {
+        metadata: { name: "std", annotations: { "storageclass.kubernetes.io/is-default-class": "true" } },
+      }),
+    ];
+    const r = explainClaim(inputs(claim, { classes, volumes: [pv("plain", "10Gi")] }));
+    assert.equal(r.claim.demands.storageClassSource, "none");
+    assert.deepEqual([r.conclusion.kind, r.conclusion.volume], ["Bind", "plain"]);
+  });
+
   test("every reason code is documented in the schema list", () => {
     assert.deepEqual([...REASON_CODES].sort(), [
       "AccessModes",
