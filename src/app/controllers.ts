@@ -54,6 +54,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
       metrics: new PersistentVolumeMetrics(ctx.registry),
       resyncPeriodMs: ctx.config.pvClaimBinderSyncPeriodMs,
       enableDynamicProvisioning: ctx.config.enableDynamicProvisioning,
+      shadow: ctx.config.shadow !== undefined, // shadow mode
       ...(process.env.KVC_TEST_PAUSE_AFTER_BIND_WRITE && {
         pauseAfterBindWrite: Number(process.env.KVC_TEST_PAUSE_AFTER_BIND_WRITE),
       }),
@@ -81,7 +82,11 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
       }),
     );
     const events = eventRecorder(ctx, "attachdetach-controller");
-    const prober = new FlexVolumeProber({ pluginDir: ctx.config.flexVolumePluginDir, log: ctx.logger });
+    const prober = new FlexVolumeProber({
+      pluginDir: ctx.config.flexVolumePluginDir,
+      log: ctx.logger,
+      shadow: ctx.config.shadow !== undefined, // shadow mode
+    });
     const controller = new AttachDetachController({
       clients: ctx.clients,
       informers: ctx.informers,
@@ -125,6 +130,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
 function pluginOptions(ctx: ControllerContext): DefaultPluginsOptions {
   return {
     enableHostPathProvisioner: ctx.config.enableHostPathProvisioner,
+    shadow: ctx.config.shadow !== undefined, // shadow mode
     pods: ctx.clients.core,
     recyclerMinimumTimeoutHostPath: ctx.config.recyclerHostPath.minimumTimeoutSeconds,
     recyclerTimeoutIncrementHostPath: ctx.config.recyclerHostPath.timeoutIncrementSeconds,

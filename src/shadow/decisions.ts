@@ -110,14 +110,19 @@ export function volumeDecisions(
     }
     return out;
   }
-  if (!after) {
-    // Only a released or failed volume's deletion is the reclaim policy's; a user may delete any PV.
-    const last = before.status?.phase;
-    if (last === "Released" || last === "Failed") {
-      out.push({ controller: BINDER, kind: "reclaim", key: `reclaim pv ${name}`, value: "delete" });
-    }
-    return [...out, ...removedFinalizers("pv", before, after)];
+  const deleting = (v: V1PersistentVolume | undefined) => !v || v.metadata?.deletionTimestamp !== undefined;
+  // The reclaim policy's deletion: asked for (not completed: a finalizer may hold it) of a released or
+  // failed Delete volume. A user may delete any PV, e.g. a Bound one, later Released by its deletion.
+  const last = before.status?.phase;
+  if (
+    deleting(after) &&
+    !deleting(before) &&
+    (last === "Released" || last === "Failed") &&
+    before.spec?.persistentVolumeReclaimPolicy === "Delete"
+  ) {
+    out.push({ controller: BINDER, kind: "reclaim", key: `reclaim pv ${name}`, value: "delete" });
   }
+  if (!after) return [...out, ...removedFinalizers("pv", before, after)];
   const ref = after.spec?.claimRef;
   if (ref?.name && ref.name !== before.spec?.claimRef?.name) {
     out.push({

@@ -129,6 +129,12 @@ export function recordWrite(
   const method = req.method.toUpperCase();
   if (!target) return { decisions: [], confirmations: [], response: { status: 200, body: body ?? {} } };
   const before = beforeOf(target, current);
+  if (method === "PUT" && isStale(body, before)) {
+    // Written from an older version than the informers hold (KCM wrote since): the apiserver answers
+    // 409, and kvc retries from the newer one. What it stated can only confirm what KCM did then.
+    const stated = decisionsOf(target, { metadata: { name: target.name } }, body, current);
+    return { decisions: [], confirmations: stated, response: { status: 409, body: conflict(target) } };
+  }
   let after: Record<string, unknown> | undefined;
   let status = 200;
   switch (method) {
@@ -145,21 +151,67 @@ export function recordWrite(
         unknown
       >;
       break;
-    default: // DELETE
-      after = undefined;
+    default: // DELETE: a finalizer keeps the object, being deleted, until it is removed
+      after = deleted(before);
   }
   const decisions = decisionsOf(target, method === "POST" ? undefined : before, after, current);
   // What the write states, compared with nothing: the same facts as already observed confirm them.
   const stated =
-    method === "POST" || method === "DELETE" || !after
-      ? []
-      : decisionsOf(target, { metadata: { name: target.name, namespace: target.namespace } }, after, current);
+    method === "DELETE"
+      ? decisionsOf(target, notDeleting(before), after, current)
+      : method === "POST" || !after
+        ? []
+        : decisionsOf(
+            target,
+            { metadata: { name: target.name, namespace: target.namespace } },
+            after,
+            current,
+          );
   const confirmations = stated.filter((s) => !decisions.some((d) => d.key === s.key));
   const response =
     method === "DELETE"
       ? { kind: "Status", apiVersion: "v1", status: "Success", details: { name: target.name } }
       : after;
   return { decisions, confirmations, response: { status, body: response } };
+}
+
+type Obj = { metadata?: { finalizers?: string[]; deletionTimestamp?: unknown } } & Record<string, unknown>;
+
+function deleted(before: unknown): Record<string, unknown> | undefined {
+  const o = before as Obj | undefined;
+  if (!o?.metadata?.finalizers?.length) return undefined;
+  return { ...o, metadata: { ...o.metadata, deletionTimestamp: o.metadata.deletionTimestamp ?? new Date() } };
+}
+
+function notDeleting(before: unknown): unknown {
+  const o = before as Obj | undefined;
+  if (!o?.metadata) return o;
+  const metadata = { ...o.metadata };
+  delete metadata.deletionTimestamp;
+  return { ...o, metadata };
+}
+
+/** A PUT's body names an older resourceVersion than the object has: the apiserver's conflict. */
+function isStale(body: Record<string, unknown> | undefined, before: unknown): boolean {
+  const version = (o: unknown) => {
+    const rv = (o as { metadata?: { resourceVersion?: unknown } } | undefined)?.metadata?.resourceVersion;
+    return typeof rv === "string" && /^\d{1,19}$/.test(rv) ? BigInt(rv) : undefined;
+  };
+  const sent = version(body);
+  const held = version(before);
+  return sent !== undefined && held !== undefined && sent < held;
+}
+
+function conflict(t: Target): object {
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    status: "Failure",
+    reason: "Conflict",
+    code: 409,
+    message: `Operation cannot be fulfilled on ${t.resource} "${t.name ?? ""}": the object has been modified; please apply your changes to the latest version and try again`,
+    details: { name: t.name, kind: t.resource },
+  };
 }
 
 function beforeOf(t: Target, current: CurrentObjects): unknown {
