@@ -121,9 +121,17 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
     };
   },
   "persistentvolumeclaim-protection-controller": (ctx) =>
-    new PVCProtectionController({ ...common(ctx), metrics: ctx.workqueueMetrics }),
+    new PVCProtectionController({
+      ...common(ctx),
+      metrics: ctx.workqueueMetrics,
+      shadow: ctx.config.shadow !== undefined, // shadow mode
+    }),
   "persistentvolume-protection-controller": (ctx) =>
-    new PVProtectionController({ ...common(ctx), metrics: ctx.workqueueMetrics }),
+    new PVProtectionController({
+      ...common(ctx),
+      metrics: ctx.workqueueMetrics,
+      shadow: ctx.config.shadow !== undefined, // shadow mode
+    }),
 };
 
 /** The built-in plugins' settings from the flags (the CSI plugin is the attach/detach controller's own). */

@@ -12,6 +12,7 @@ import {
 } from "../runtime/workqueue/index.js";
 import { addPodPVCIndexerIfNotPresent } from "../volume/common/common.js";
 import type { VolumePluginManager } from "../volume/plugin-manager.js";
+import { UnsyncedVersions } from "../shadow/unsynced-versions.js";
 import { CoreV1BinderApi } from "./binder-api.js";
 import { pauseAfterBindWrite } from "./crash-seam.js";
 import type { PersistentVolumeMetrics } from "./metrics.js";
@@ -34,17 +35,9 @@ export interface PersistentVolumeControllerRunnerOptions {
   enableDynamicProvisioning: boolean;
   /** Crash-safety tests only: see crash-seam.ts. */
   pauseAfterBindWrite?: number;
-  /**
-   * Shadow mode (src/shadow): every version of an object is synced, not only the informer's latest.
-   * Another controller (KCM) acts on the same objects; when its write reaches the informer before our
-   * worker synced the version it acted on, syncing only the result would find nothing to do and never
-   * say what kvc would have decided. Syncing the earlier version first asks exactly that.
-   */
+  /** Shadow mode (src/shadow): every version of an object is synced (UnsyncedVersions), not only the latest. */
   shadow?: boolean;
 }
-
-/** Shadow mode: at most this many unsynced versions kept per object (the oldest dropped first). */
-const MAX_UNSYNCED_VERSIONS = 4;
 
 /**
  * Runs a PersistentVolumeController (upstream's one type is split in two: pv_controller.go's
@@ -64,9 +57,12 @@ export class PersistentVolumeControllerRunner {
   readonly #controller: PersistentVolumeController;
   readonly #clock: Clock;
   readonly #resyncPeriodMs: number;
-  /** Shadow mode: per key, earlier versions the worker has not synced yet, oldest first. */
+  /** Shadow mode: versions the informers replaced before the workers synced them. */
   readonly #unsynced:
-    | { volumes: Map<string, V1PersistentVolume[]>; claims: Map<string, V1PersistentVolumeClaim[]> }
+    | {
+        volumes: UnsyncedVersions<V1PersistentVolume>;
+        claims: UnsyncedVersions<V1PersistentVolumeClaim>;
+      }
     | undefined;
 
   constructor(opts: PersistentVolumeControllerRunnerOptions) {
@@ -74,7 +70,9 @@ export class PersistentVolumeControllerRunner {
     // Named by the controller manager (the `controller` binding, as klog.LoggerWithName upstream).
     const log = opts.logger;
     this.#resyncPeriodMs = opts.resyncPeriodMs;
-    this.#unsynced = opts.shadow ? { volumes: new Map(), claims: new Map() } : undefined;
+    this.#unsynced = opts.shadow
+      ? { volumes: new UnsyncedVersions(), claims: new UnsyncedVersions() }
+      : undefined;
     const { informers } = opts;
     this.#volumes = informers.persistentVolumes();
     this.#claims = informers.persistentVolumeClaims();
@@ -98,7 +96,7 @@ export class PersistentVolumeControllerRunner {
         enqueueVolume(objectKey(pv));
       },
       onUpdate: (old, pv) => {
-        this.#keepUnsynced("volumes", old, (name) => this.#controller.cachedVolume(name));
+        this.#unsynced?.volumes.keep(old, this.#controller.cachedVolume(objectKey(old)));
         enqueueVolume(objectKey(pv));
       },
       onDelete: (pv) => {
@@ -110,7 +108,7 @@ export class PersistentVolumeControllerRunner {
         enqueueClaim(objectKey(pvc));
       },
       onUpdate: (old, pvc) => {
-        this.#keepUnsynced("claims", old, (key) => this.#controller.cachedClaim(key));
+        this.#unsynced?.claims.keep(old, this.#controller.cachedClaim(objectKey(old)));
         enqueueClaim(objectKey(pvc));
       },
       onDelete: (pvc) => {
@@ -178,38 +176,8 @@ export class PersistentVolumeControllerRunner {
     }
   }
 
-  /**
-   * Shadow mode: `old`, just replaced in the informer, is kept for the worker unless the controller
-   * has synced it (or a later version) already.
-   */
-  #keepUnsynced<T extends V1PersistentVolume | V1PersistentVolumeClaim>(
-    kind: "volumes" | "claims",
-    old: T,
-    cached: (key: string) => T | undefined,
-  ): void {
-    const unsynced = this.#unsynced?.[kind] as Map<string, T[]> | undefined;
-    if (!unsynced) return;
-    const key = objectKey(old);
-    const seen = versionOf(cached(key));
-    const version = versionOf(old);
-    if (version === undefined || (seen !== undefined && seen >= version)) return;
-    const list = unsynced.get(key) ?? [];
-    if (list.some((o) => versionOf(o) === version)) return;
-    list.push(old);
-    if (list.length > MAX_UNSYNCED_VERSIONS) list.shift();
-    unsynced.set(key, list);
-  }
-
-  /** Shadow mode: the key's earlier versions, oldest first, which the worker syncs before the latest. */
-  #takeUnsynced<T>(kind: "volumes" | "claims", key: string): T[] {
-    const unsynced = this.#unsynced?.[kind] as Map<string, T[]> | undefined;
-    const list = unsynced?.get(key) ?? [];
-    unsynced?.delete(key);
-    return list;
-  }
-
   async #volumeWorker(name: string): Promise<void> {
-    for (const earlier of this.#takeUnsynced<V1PersistentVolume>("volumes", name)) {
+    for (const earlier of this.#unsynced?.volumes.take(name) ?? []) {
       await this.#controller.updateVolume(structuredClone(earlier));
     }
     const volume = this.#volumes.store.get(name);
@@ -222,7 +190,7 @@ export class PersistentVolumeControllerRunner {
   }
 
   async #claimWorker(key: string): Promise<void> {
-    for (const earlier of this.#takeUnsynced<V1PersistentVolumeClaim>("claims", key)) {
+    for (const earlier of this.#unsynced?.claims.take(key) ?? []) {
       await this.#controller.updateClaim(structuredClone(earlier));
     }
     const claim = this.#claims.store.get(key);
@@ -245,10 +213,4 @@ export class PersistentVolumeControllerRunner {
       cancel();
     };
   }
-}
-
-/** An object's resourceVersion as a number, as the controller's cache compares them; undefined if none. */
-function versionOf(o: { metadata?: { resourceVersion?: string } } | undefined): bigint | undefined {
-  const text = o?.metadata?.resourceVersion ?? "";
-  return /^\d{1,19}$/.test(text) ? BigInt(text) : undefined;
 }

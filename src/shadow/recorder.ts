@@ -43,6 +43,11 @@ export interface CurrentObjects {
   claim(namespace: string, name: string): V1PersistentVolumeClaim | undefined;
   node(name: string): V1Node | undefined;
   volumeAttachment(name: string): V1VolumeAttachment | undefined;
+  /**
+   * A version the informers held before the current one (or before the object went), by resource
+   * ("persistentvolumes"), key ("name" or "namespace/name") and resourceVersion, if still remembered.
+   */
+  earlier?(resource: string, key: string, resourceVersion: string): unknown;
 }
 
 interface Target {
@@ -129,11 +134,18 @@ export function recordWrite(
   const method = req.method.toUpperCase();
   if (!target) return { decisions: [], confirmations: [], response: { status: 200, body: body ?? {} } };
   const before = beforeOf(target, current);
-  if (method === "PUT" && isStale(body, before)) {
-    // Written from an older version than the informers hold (KCM wrote since): the apiserver answers
-    // 409, and kvc retries from the newer one. What it stated can only confirm what KCM did then.
-    const stated = decisionsOf(target, { metadata: { name: target.name } }, body, current);
-    return { decisions: [], confirmations: stated, response: { status: 409, body: conflict(target) } };
+  const sent = (method === "PUT" || method === "PATCH") && versionOf(body);
+  const gone = before === undefined && INFORMED.has(target.resource);
+  if (sent && (gone || isStale(body, before))) {
+    // Written from an older version than the informers hold (KCM wrote since, or deleted it): the
+    // apiserver answers 409 (404), and kvc retries from what is there now. What the write would have
+    // done to the version it was made from can only confirm what KCM did to that version.
+    const key = target.namespace === undefined ? target.name : `${target.namespace}/${target.name ?? ""}`;
+    const base = current.earlier?.(target.resource, key ?? "", sent) ?? { metadata: { name: target.name } };
+    const after = method === "PUT" ? body : (mergePatch(base, body ?? {}) as Record<string, unknown>);
+    const confirmations = decisionsOf(target, base, after, current);
+    const response = gone ? notFound(target) : conflict(target);
+    return { decisions: [], confirmations, response: { status: response.code, body: response } };
   }
   let after: Record<string, unknown> | undefined;
   let status = 200;
@@ -191,18 +203,35 @@ function notDeleting(before: unknown): unknown {
   return { ...o, metadata };
 }
 
-/** A PUT's body names an older resourceVersion than the object has: the apiserver's conflict. */
-function isStale(body: Record<string, unknown> | undefined, before: unknown): boolean {
-  const version = (o: unknown) => {
-    const rv = (o as { metadata?: { resourceVersion?: unknown } } | undefined)?.metadata?.resourceVersion;
-    return typeof rv === "string" && /^\d{1,19}$/.test(rv) ? BigInt(rv) : undefined;
-  };
-  const sent = version(body);
-  const held = version(before);
-  return sent !== undefined && held !== undefined && sent < held;
+/** The resources whose current objects the informers hold (an absent one is gone). */
+const INFORMED = new Set(["persistentvolumes", "persistentvolumeclaims", "nodes"]);
+
+/** An object's resourceVersion when it is a (decimal) one. */
+function versionOf(o: unknown): string | undefined {
+  const rv = (o as { metadata?: { resourceVersion?: unknown } } | undefined)?.metadata?.resourceVersion;
+  return typeof rv === "string" && /^\d{1,19}$/.test(rv) ? rv : undefined;
 }
 
-function conflict(t: Target): object {
+/** The body names an older resourceVersion than the object has: the apiserver's conflict. */
+function isStale(body: unknown, before: unknown): boolean {
+  const sent = versionOf(body);
+  const held = versionOf(before);
+  return sent !== undefined && held !== undefined && BigInt(sent) < BigInt(held);
+}
+
+function notFound(t: Target) {
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    status: "Failure",
+    reason: "NotFound",
+    code: 404,
+    message: `${t.resource} "${t.name ?? ""}" not found`,
+    details: { name: t.name, kind: t.resource },
+  };
+}
+
+function conflict(t: Target) {
   return {
     kind: "Status",
     apiVersion: "v1",
