@@ -77,6 +77,13 @@ export class PVProtectionController {
         }
         this.#pvAddedUpdated(pv);
       },
+      onDelete: (pv) => {
+        // Deleted once KCM removed the finalizer: the deletion shows the version it removed it from.
+        if (this.#unsynced && isDeletionCandidate(pv, PV_PROTECTION_FINALIZER)) {
+          this.#unsynced.keep(pv);
+          this.#queue.add(objectKey(pv));
+        }
+      },
     });
   }
 

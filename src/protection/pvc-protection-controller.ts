@@ -98,6 +98,13 @@ export class PVCProtectionController {
         }
         this.#pvcAddedUpdated(pvc);
       },
+      onDelete: (pvc) => {
+        // Deleted once KCM removed the finalizer: the deletion shows the version it removed it from.
+        if (this.#unsynced && isDeletionCandidate(pvc, PVC_PROTECTION_FINALIZER)) {
+          this.#unsynced.keep(pvc);
+          this.#queue.add(objectKey(pvc));
+        }
+      },
     });
     this.#pods.addEventHandler({
       onAdd: (pod) => {

@@ -186,25 +186,25 @@ export function attachmentDecisions(
   return deleting(after) && !deleting(before) ? d("deleted") : [];
 }
 
-/** The attach/detach controller's report of a node's attached volumes, as a sorted list. */
+/**
+ * The attach/detach controller's report of a node's attached volumes, per volume: reported attached,
+ * or no longer. Per volume, not the whole list: the two controllers may reach the same list through
+ * different intermediate ones (one reporting two attaches at once, the other one by one).
+ */
 export function nodeDecisions(before: V1Node | undefined, after: V1Node | undefined): Decision[] {
   if (!before || !after) return [];
-  const list = (n: V1Node) =>
-    (n.status?.volumesAttached ?? [])
-      .map((v) => v.name)
-      .sort()
-      .join(",");
-  const value = list(after);
-  return value === list(before)
-    ? []
-    : [
-        {
-          controller: ATTACH_DETACH,
-          kind: "volumes-attached",
-          key: `volumes-attached node ${nameOf(after)}`,
-          value: value === "" ? "(none)" : value,
-        },
-      ];
+  const names = (n: V1Node) => new Set((n.status?.volumesAttached ?? []).map((v) => v.name));
+  const [was, is] = [names(before), names(after)];
+  const d = (volume: string, value: string): Decision => ({
+    controller: ATTACH_DETACH,
+    kind: "volumes-attached",
+    key: `volumes-attached node ${nameOf(after)} ${volume}`,
+    value,
+  });
+  return [
+    ...[...is].filter((v) => !was.has(v)).map((v) => d(v, "attached")),
+    ...[...was].filter((v) => !is.has(v)).map((v) => d(v, "detached")),
+  ].sort((a, b) => a.key.localeCompare(b.key));
 }
 
 /** An event of one of kvc's loops: its reason, about its object (repeats are one decision). */

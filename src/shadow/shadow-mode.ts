@@ -105,9 +105,8 @@ export class ShadowMode {
       resource?: string,
     ) => {
       // Versions replaced or deleted: what a write kvc made from one of them would have changed.
-      const remember = (o: T) => {
-        if (resource)
-          this.#earlier.set(`${resource} ${objectKey(o)} ${o.metadata?.resourceVersion ?? ""}`, o);
+      const remember = (o: T, version = o.metadata?.resourceVersion ?? "") => {
+        if (resource) this.#earlier.set(`${resource} ${objectKey(o)} ${version}`, o);
       };
       informer.addEventHandler({
         onAdd: (obj: T) => {
@@ -118,7 +117,10 @@ export class ShadowMode {
           if (old !== obj) this.#observed(decisions(old, obj));
         },
         onDelete: (obj: T) => {
-          remember(obj);
+          // A finalizer's removal that lets the apiserver delete the object shows as the deletion
+          // alone, of the last version but with a new resourceVersion: a write from any version
+          // seen before meets that one.
+          remember(obj, "deleted");
           this.#observed(decisions(obj, undefined));
         },
       });
@@ -142,7 +144,9 @@ export class ShadowMode {
       claim: (namespace, name) => pvcs.store.get(`${namespace}/${name}`),
       node: (name) => nodes.store.get(name),
       volumeAttachment: (name) => vas.store.get(name),
-      earlier: (resource, key, resourceVersion) => this.#earlier.get(`${resource} ${key} ${resourceVersion}`),
+      earlier: (resource, key, resourceVersion) =>
+        this.#earlier.get(`${resource} ${key} ${resourceVersion}`) ??
+        this.#earlier.get(`${resource} ${key} deleted`),
     };
   }
 

@@ -133,7 +133,10 @@ describe("shadow recordWrite", () => {
       deleted.decisions.map((d) => `${d.key}=${d.value}`),
       ["volume-attachment csi-123=deleted"],
     );
-    const node: V1Node = { metadata: { name: "node-1" }, status: {} };
+    const node: V1Node = {
+      metadata: { name: "node-1" },
+      status: { volumesAttached: [{ name: "c", devicePath: "" }] },
+    };
     const patched = recordWrite(
       {
         method: "PATCH",
@@ -151,7 +154,12 @@ describe("shadow recordWrite", () => {
     );
     assert.deepEqual(
       patched.decisions.map((d) => `${d.key}=${d.value}`),
-      ["volumes-attached node node-1=a,b"],
+      // Per volume, whatever order the list has: a and b attached, c detached.
+      [
+        "volumes-attached node node-1 a=attached",
+        "volumes-attached node node-1 b=attached",
+        "volumes-attached node node-1 c=detached",
+      ],
     );
   });
 
