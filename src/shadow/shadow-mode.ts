@@ -133,6 +133,12 @@ export class ShadowMode {
     watch(pvcs, claimDecisions, "persistentvolumeclaims");
     watch(nodes, nodeDecisions, "nodes");
     watch(vas, attachmentDecisions);
+    // A node deleted: what either side would still report in its status is moot.
+    nodes.addEventHandler({
+      onDelete: (node: KubernetesObject) => {
+        this.#comparator.forget(`volumes-attached node ${objectKey(node)} `);
+      },
+    });
     for (const source of EVENT_SOURCES) {
       watch(informers.informerFor(events, { fieldSelector: `source=${source}` }), (before, after) =>
         !before && after ? eventDecisions(after as CoreV1Event) : [],
