@@ -1,5 +1,5 @@
 /** What the benchmarks share: bounded concurrency (p-queue), RSS, and kvc run compiled as the image runs it. */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -148,4 +148,14 @@ export async function createPreBoundPair(core: CoreV1Api, pair: PreBoundPair): P
       },
     },
   });
+}
+
+const CLOCK_TICKS = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+
+/** CPU time a process has used so far (user + system), seconds. */
+export function cpuSeconds(pid: number): number {
+  // /proc/<pid>/stat: the command (field 2) may hold spaces, so count from its closing parenthesis.
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
