@@ -137,15 +137,19 @@ export function recordWrite(
   const sent = (method === "PUT" || method === "PATCH") && versionOf(body);
   const gone = before === undefined && INFORMED.has(target.resource);
   if (sent && (gone || isStale(body, before))) {
-    // Written from an older version than the informers hold (KCM wrote since, or deleted it): the
-    // apiserver answers 409 (404), and kvc retries from what is there now. What the write would have
-    // done to the version it was made from can only confirm what KCM did to that version.
+    // Written from an older version than the informers hold (KCM wrote since, or deleted it). What
+    // the write would have done to the version it was made from can only confirm what KCM did to that
+    // version. It succeeds (not the apiserver's 409), so that kvc carries on from its version as
+    // after its own write: a binding goes on to its phases, each confirming KCM's in turn. To a
+    // deleted object it is the apiserver's 404: nothing follows.
     const key = target.namespace === undefined ? target.name : `${target.namespace}/${target.name ?? ""}`;
     const base = current.earlier?.(target.resource, key ?? "", sent) ?? { metadata: { name: target.name } };
     const after = method === "PUT" ? body : (mergePatch(base, body ?? {}) as Record<string, unknown>);
     const confirmations = decisionsOf(target, base, after, current);
-    const response = gone ? notFound(target) : conflict(target);
-    return { decisions: [], confirmations, response: { status: response.code, body: response } };
+    const response = gone
+      ? { status: 404, body: notFound(target) }
+      : { status: 200, body: method === "PUT" ? body : after };
+    return { decisions: [], confirmations, response };
   }
   let after: Record<string, unknown> | undefined;
   let status = 200;
@@ -227,18 +231,6 @@ function notFound(t: Target) {
     reason: "NotFound",
     code: 404,
     message: `${t.resource} "${t.name ?? ""}" not found`,
-    details: { name: t.name, kind: t.resource },
-  };
-}
-
-function conflict(t: Target) {
-  return {
-    kind: "Status",
-    apiVersion: "v1",
-    status: "Failure",
-    reason: "Conflict",
-    code: 409,
-    message: `Operation cannot be fulfilled on ${t.resource} "${t.name ?? ""}": the object has been modified; please apply your changes to the latest version and try again`,
     details: { name: t.name, kind: t.resource },
   };
 }

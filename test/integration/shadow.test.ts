@@ -127,8 +127,19 @@ describe("kvc run --shadow beside KCM on the real control plane", () => {
     await storage.createStorageClass({
       body: { metadata: { name: "a-hostpath" }, provisioner: "kubernetes.io/host-path" },
     });
+    const agreedPhases = async () =>
+      (await summary()).decisions
+        .filter((d) => d.kind === "phase" && d.outcome === "agree")
+        .reduce((n, d) => n + d.count, 0);
+    const before = await agreedPhases();
     for (let i = 0; i < 3; i++)
       await core.createPersistentVolume({ body: volume(`a-pv-${i}`, `${i + 1}Gi`) });
+    // The claims only once both sides have the volumes (each made them Available): a claim that
+    // reaches a binder before its volume gets FailedBinding there, a race of the test, not kvc's.
+    await waitFor(async () => (await agreedPhases()) >= before + 3, {
+      timeoutMs: 30_000,
+      what: "the volumes' Available compared",
+    });
     for (let i = 0; i < 3; i++) await claim(ns, `a-claim-${i}`, `${i + 1}Gi`);
     const hp = await claim(ns, "a-hostpath-claim", "1Gi", "a-hostpath");
     // a-claim-0 may as well get d-small (1Gi, left from the test above): upstream's tie-break.
