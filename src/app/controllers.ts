@@ -55,6 +55,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
       resyncPeriodMs: ctx.config.pvClaimBinderSyncPeriodMs,
       concurrentSyncs: ctx.config.concurrentPvClaimBinderSyncs,
       enableDynamicProvisioning: ctx.config.enableDynamicProvisioning,
+      shadow: ctx.config.shadow !== undefined, // shadow mode
       ...(process.env.KVC_TEST_PAUSE_AFTER_BIND_WRITE && {
         pauseAfterBindWrite: Number(process.env.KVC_TEST_PAUSE_AFTER_BIND_WRITE),
       }),
@@ -82,7 +83,11 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
       }),
     );
     const events = eventRecorder(ctx, "attachdetach-controller");
-    const prober = new FlexVolumeProber({ pluginDir: ctx.config.flexVolumePluginDir, log: ctx.logger });
+    const prober = new FlexVolumeProber({
+      pluginDir: ctx.config.flexVolumePluginDir,
+      log: ctx.logger,
+      shadow: ctx.config.shadow !== undefined, // shadow mode
+    });
     const controller = new AttachDetachController({
       clients: ctx.clients,
       informers: ctx.informers,
@@ -117,15 +122,24 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
     };
   },
   "persistentvolumeclaim-protection-controller": (ctx) =>
-    new PVCProtectionController({ ...common(ctx), metrics: ctx.workqueueMetrics }),
+    new PVCProtectionController({
+      ...common(ctx),
+      metrics: ctx.workqueueMetrics,
+      shadow: ctx.config.shadow !== undefined, // shadow mode
+    }),
   "persistentvolume-protection-controller": (ctx) =>
-    new PVProtectionController({ ...common(ctx), metrics: ctx.workqueueMetrics }),
+    new PVProtectionController({
+      ...common(ctx),
+      metrics: ctx.workqueueMetrics,
+      shadow: ctx.config.shadow !== undefined, // shadow mode
+    }),
 };
 
 /** The built-in plugins' settings from the flags (the CSI plugin is the attach/detach controller's own). */
 function pluginOptions(ctx: ControllerContext): DefaultPluginsOptions {
   return {
     enableHostPathProvisioner: ctx.config.enableHostPathProvisioner,
+    shadow: ctx.config.shadow !== undefined, // shadow mode
     pods: ctx.clients.core,
     recyclerMinimumTimeoutHostPath: ctx.config.recyclerHostPath.minimumTimeoutSeconds,
     recyclerTimeoutIncrementHostPath: ctx.config.recyclerHostPath.timeoutIncrementSeconds,

@@ -49,6 +49,8 @@ export interface PersistentVolumeControllerOptions {
   provisionRetries?: number;
   /** Wait between those attempts (upstream 10 s). */
   provisionRetryIntervalMs?: number;
+  /** Shadow mode (src/shadow): writes are recorded, never made; other controllers' objects exist. */
+  shadow?: boolean;
 }
 
 /** What the sync functions work with: the controller's state and I/O, one per controller. */

@@ -109,7 +109,9 @@ async function provisionClaimOperation(
 
   // A previous operation may have created the PV (its name is deterministic) while we waited.
   const pvName = `pvc-${claim.metadata?.uid ?? ""}`;
-  if (await volumeExists(ctx, pvName)) {
+  // In shadow mode (src/shadow) our PV is never created: one that exists is KCM's, and what kvc would
+  // have done is still to provision it (its plugin call is a no-op there, its creation recorded).
+  if (!ctx.options.shadow && (await volumeExists(ctx, pvName))) {
     ctx.log.debug(log, "provisionClaimOperation: volume already exists, skipping");
     return;
   }

@@ -12,6 +12,7 @@ import {
 } from "../runtime/workqueue/index.js";
 import { addPodPVCIndexerIfNotPresent } from "../volume/common/common.js";
 import type { VolumePluginManager } from "../volume/plugin-manager.js";
+import { UnsyncedVersions } from "../shadow/unsynced-versions.js";
 import { CoreV1BinderApi } from "./binder-api.js";
 import { pauseAfterBindWrite } from "./crash-seam.js";
 import type { PersistentVolumeMetrics } from "./metrics.js";
@@ -36,6 +37,8 @@ export interface PersistentVolumeControllerRunnerOptions {
   enableDynamicProvisioning: boolean;
   /** Crash-safety tests only: see crash-seam.ts. */
   pauseAfterBindWrite?: number;
+  /** Shadow mode (src/shadow): every version of an object is synced (UnsyncedVersions), not only the latest. */
+  shadow?: boolean;
 }
 
 /**
@@ -59,6 +62,13 @@ export class PersistentVolumeControllerRunner {
   readonly #clock: Clock;
   readonly #resyncPeriodMs: number;
   readonly #concurrentSyncs: number;
+  /** Shadow mode: versions the informers replaced before the workers synced them. */
+  readonly #unsynced:
+    | {
+        volumes: UnsyncedVersions<V1PersistentVolume>;
+        claims: UnsyncedVersions<V1PersistentVolumeClaim>;
+      }
+    | undefined;
 
   constructor(opts: PersistentVolumeControllerRunnerOptions) {
     this.#clock = opts.clock ?? realClock;
@@ -66,6 +76,9 @@ export class PersistentVolumeControllerRunner {
     const log = opts.logger;
     this.#resyncPeriodMs = opts.resyncPeriodMs;
     this.#concurrentSyncs = opts.concurrentSyncs ?? 1;
+    this.#unsynced = opts.shadow
+      ? { volumes: new UnsyncedVersions(), claims: new UnsyncedVersions() }
+      : undefined;
     const { informers } = opts;
     this.#volumes = informers.persistentVolumes();
     this.#claims = informers.persistentVolumeClaims();
@@ -88,7 +101,8 @@ export class PersistentVolumeControllerRunner {
       onAdd: (pv) => {
         enqueueVolume(objectKey(pv));
       },
-      onUpdate: (_old, pv) => {
+      onUpdate: (old, pv) => {
+        this.#unsynced?.volumes.keep(old, this.#controller.cachedVolume(objectKey(old)));
         enqueueVolume(objectKey(pv));
       },
       onDelete: (pv) => {
@@ -99,7 +113,8 @@ export class PersistentVolumeControllerRunner {
       onAdd: (pvc) => {
         enqueueClaim(objectKey(pvc));
       },
-      onUpdate: (_old, pvc) => {
+      onUpdate: (old, pvc) => {
+        this.#unsynced?.claims.keep(old, this.#controller.cachedClaim(objectKey(old)));
         enqueueClaim(objectKey(pvc));
       },
       onDelete: (pvc) => {
@@ -122,7 +137,10 @@ export class PersistentVolumeControllerRunner {
       log,
       enqueueClaim,
       enqueueVolume,
-      options: { enableDynamicProvisioning: opts.enableDynamicProvisioning },
+      options: {
+        enableDynamicProvisioning: opts.enableDynamicProvisioning,
+        shadow: opts.shadow ?? false,
+      },
       ...(opts.metrics && { metrics: opts.metrics }),
     });
   }
@@ -167,6 +185,9 @@ export class PersistentVolumeControllerRunner {
   // The informer's objects are frozen and the controller copies before it changes one, so it is
   // handed the informer's own (copying it for every sync only cost CPU and garbage).
   async #volumeWorker(name: string): Promise<void> {
+    for (const earlier of this.#unsynced?.volumes.take(name) ?? []) {
+      await this.#controller.updateVolume(earlier);
+    }
     const volume = this.#volumes.store.get(name);
     if (volume) {
       await this.#controller.updateVolume(volume);
@@ -177,6 +198,9 @@ export class PersistentVolumeControllerRunner {
   }
 
   async #claimWorker(key: string): Promise<void> {
+    for (const earlier of this.#unsynced?.claims.take(key) ?? []) {
+      await this.#controller.updateClaim(earlier);
+    }
     const claim = this.#claims.store.get(key);
     if (claim) {
       await this.#controller.updateClaim(claim);

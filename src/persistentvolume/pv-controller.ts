@@ -95,6 +95,7 @@ export class PersistentVolumeController {
         enableDynamicProvisioning: options.enableDynamicProvisioning,
         provisionRetries: options.provisionRetries ?? 5,
         provisionRetryIntervalMs: options.provisionRetryIntervalMs ?? 10_000,
+        shadow: options.shadow ?? false,
       },
       signal: this.#shutdown.signal,
       volumeEvent: (volume, type, reason, message) => {

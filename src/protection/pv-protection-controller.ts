@@ -6,6 +6,7 @@ import {
 } from "@kubernetes/client-node";
 import { isConflict } from "../runtime/api-errors.js";
 import type { Clock } from "../runtime/clock.js";
+import { UnsyncedVersions } from "../shadow/unsynced-versions.js";
 import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
 import { objectRef, type LogSink } from "../runtime/logger.js";
 import {
@@ -30,6 +31,8 @@ export interface PVProtectionControllerOptions {
   /** kube-controller-manager runs 1. */
   workers?: number;
   metrics?: WorkqueueMetrics;
+  /** Shadow mode (src/shadow): a deletion candidate KCM released before our worker saw it is still judged. */
+  shadow?: boolean;
 }
 
 /**
@@ -53,20 +56,33 @@ export class PVProtectionController {
   readonly #queue: RateLimitingQueue;
   readonly #log: LogSink;
   readonly #workers: number;
+  readonly #unsynced: UnsyncedVersions<V1PersistentVolume> | undefined;
 
   /** Registers the informer and its handler: call before the factory starts. */
   constructor(opts: PVProtectionControllerOptions) {
     this.#core = opts.clients.core;
     this.#log = opts.logger;
     this.#workers = opts.workers ?? 1;
+    this.#unsynced = opts.shadow ? new UnsyncedVersions() : undefined;
     this.#queue = newRateLimitingQueue({ name: "pvprotection", clock: opts.clock, metrics: opts.metrics });
     this.#pvs = opts.informers.persistentVolumes();
     this.#pvs.addEventHandler({
       onAdd: (pv) => {
         this.#pvAddedUpdated(pv);
       },
-      onUpdate: (_, pv) => {
+      onUpdate: (old, pv) => {
+        if (this.#unsynced && isDeletionCandidate(old, PV_PROTECTION_FINALIZER)) {
+          this.#unsynced.keep(old);
+          this.#queue.add(objectKey(old));
+        }
         this.#pvAddedUpdated(pv);
+      },
+      onDelete: (pv) => {
+        // Deleted once KCM removed the finalizer: the deletion shows the version it removed it from.
+        if (this.#unsynced && isDeletionCandidate(pv, PV_PROTECTION_FINALIZER)) {
+          this.#unsynced.keep(pv);
+          this.#queue.add(objectKey(pv));
+        }
       },
     });
   }
@@ -102,11 +118,16 @@ export class PVProtectionController {
   }
 
   async #processPV(name: string): Promise<void> {
+    for (const earlier of this.#unsynced?.take(name) ?? []) await this.#process(earlier);
     const pv = this.#pvs.store.get(name);
     if (!pv) {
       this.#log.debug({ pv: name }, "PV not found, ignoring");
       return;
     }
+    await this.#process(pv);
+  }
+
+  async #process(pv: V1PersistentVolume): Promise<void> {
     if (isDeletionCandidate(pv, PV_PROTECTION_FINALIZER)) {
       if (!isVolumeBound(pv)) {
         await this.#patchFinalizers(pv, removeFinalizerPatch(pv, PV_PROTECTION_FINALIZER));

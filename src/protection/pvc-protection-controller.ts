@@ -7,6 +7,7 @@ import {
 } from "@kubernetes/client-node";
 import { isConflict } from "../runtime/api-errors.js";
 import type { Clock } from "../runtime/clock.js";
+import { UnsyncedVersions } from "../shadow/unsynced-versions.js";
 import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
 import { objectRef, type LogSink } from "../runtime/logger.js";
 import {
@@ -48,6 +49,8 @@ export interface PVCProtectionControllerOptions {
    * condition of bound claims current.
    */
   unusedCondition?: boolean;
+  /** Shadow mode (src/shadow): a deletion candidate KCM released before our worker saw it is still judged. */
+  shadow?: boolean;
 }
 
 type PodUsage = (pod: V1Pod, pvc: V1PersistentVolumeClaim) => boolean;
@@ -71,6 +74,7 @@ export class PVCProtectionController {
   readonly #log: LogSink;
   readonly #workers: number;
   readonly #unusedCondition: boolean;
+  readonly #unsynced: UnsyncedVersions<V1PersistentVolumeClaim> | undefined;
 
   /** Registers the informers, the pods-by-claim index and the handlers: call before the factory starts. */
   constructor(opts: PVCProtectionControllerOptions) {
@@ -78,6 +82,7 @@ export class PVCProtectionController {
     this.#log = opts.logger;
     this.#workers = opts.workers ?? 1;
     this.#unusedCondition = opts.unusedCondition ?? true;
+    this.#unsynced = opts.shadow ? new UnsyncedVersions() : undefined;
     this.#queue = newRateLimitingQueue({ name: "pvcprotection", clock: opts.clock, metrics: opts.metrics });
     this.#pvcs = opts.informers.persistentVolumeClaims();
     this.#pods = opts.informers.pods();
@@ -86,8 +91,19 @@ export class PVCProtectionController {
       onAdd: (pvc) => {
         this.#pvcAddedUpdated(pvc);
       },
-      onUpdate: (_, pvc) => {
+      onUpdate: (old, pvc) => {
+        if (this.#unsynced && isDeletionCandidate(old, PVC_PROTECTION_FINALIZER)) {
+          this.#unsynced.keep(old);
+          this.#queue.add(objectKey(old));
+        }
         this.#pvcAddedUpdated(pvc);
+      },
+      onDelete: (pvc) => {
+        // Deleted once KCM removed the finalizer: the deletion shows the version it removed it from.
+        if (this.#unsynced && isDeletionCandidate(pvc, PVC_PROTECTION_FINALIZER)) {
+          this.#unsynced.keep(pvc);
+          this.#queue.add(objectKey(pvc));
+        }
       },
     });
     this.#pods.addEventHandler({
@@ -169,11 +185,16 @@ export class PVCProtectionController {
   }
 
   async #processPVC(key: string, livePods: LivePods): Promise<void> {
-    let pvc = this.#pvcs.store.get(key);
+    for (const earlier of this.#unsynced?.take(key) ?? []) await this.#process(earlier, livePods);
+    const pvc = this.#pvcs.store.get(key);
     if (!pvc) {
       this.#log.debug({ pvc: key }, "PVC not found, ignoring");
       return;
     }
+    await this.#process(pvc, livePods);
+  }
+
+  async #process(pvc: V1PersistentVolumeClaim, livePods: LivePods): Promise<void> {
     // Only bound claims get the condition, so as not to race the PV controller's binding.
     if (this.#unusedCondition && !pvc.metadata?.deletionTimestamp && pvc.status?.phase === "Bound") {
       const user = await this.#podUsing(pvc, livePods, podUsesPVCForUnusedSince);

@@ -98,6 +98,18 @@ export class Comparator {
       .map((p) => ({ side: p.side, key: p.decision.key, value: p.decision.value }));
   }
 
+  /**
+   * Drops the pending decisions whose key starts with `prefix`, uncounted: their subject is gone, and
+   * whether a side's write about it came before or after is a race (KCM's write to it fails).
+   */
+  forget(prefix: string): void {
+    for (const [key, list] of this.#pending) {
+      if (!key.startsWith(prefix)) continue;
+      for (const p of list) p.cancel();
+      this.#pending.delete(key);
+    }
+  }
+
   /** Stops the grace timers (pending decisions are dropped, not counted). */
   stop(): void {
     for (const list of this.#pending.values()) for (const p of list) p.cancel();

@@ -110,14 +110,19 @@ export function volumeDecisions(
     }
     return out;
   }
-  if (!after) {
-    // Only a released or failed volume's deletion is the reclaim policy's; a user may delete any PV.
-    const last = before.status?.phase;
-    if (last === "Released" || last === "Failed") {
-      out.push({ controller: BINDER, kind: "reclaim", key: `reclaim pv ${name}`, value: "delete" });
-    }
-    return [...out, ...removedFinalizers("pv", before, after)];
+  const deleting = (v: V1PersistentVolume | undefined) => !v || v.metadata?.deletionTimestamp !== undefined;
+  // The reclaim policy's deletion: asked for (not completed: a finalizer may hold it) of a released or
+  // failed Delete volume. A user may delete any PV, e.g. a Bound one, later Released by its deletion.
+  const last = before.status?.phase;
+  if (
+    deleting(after) &&
+    !deleting(before) &&
+    (last === "Released" || last === "Failed") &&
+    before.spec?.persistentVolumeReclaimPolicy === "Delete"
+  ) {
+    out.push({ controller: BINDER, kind: "reclaim", key: `reclaim pv ${name}`, value: "delete" });
   }
+  if (!after) return [...out, ...removedFinalizers("pv", before, after)];
   const ref = after.spec?.claimRef;
   if (ref?.name && ref.name !== before.spec?.claimRef?.name) {
     out.push({
@@ -181,25 +186,25 @@ export function attachmentDecisions(
   return deleting(after) && !deleting(before) ? d("deleted") : [];
 }
 
-/** The attach/detach controller's report of a node's attached volumes, as a sorted list. */
+/**
+ * The attach/detach controller's report of a node's attached volumes, per volume: reported attached,
+ * or no longer. Per volume, not the whole list: the two controllers may reach the same list through
+ * different intermediate ones (one reporting two attaches at once, the other one by one).
+ */
 export function nodeDecisions(before: V1Node | undefined, after: V1Node | undefined): Decision[] {
   if (!before || !after) return [];
-  const list = (n: V1Node) =>
-    (n.status?.volumesAttached ?? [])
-      .map((v) => v.name)
-      .sort()
-      .join(",");
-  const value = list(after);
-  return value === list(before)
-    ? []
-    : [
-        {
-          controller: ATTACH_DETACH,
-          kind: "volumes-attached",
-          key: `volumes-attached node ${nameOf(after)}`,
-          value: value === "" ? "(none)" : value,
-        },
-      ];
+  const names = (n: V1Node) => new Set((n.status?.volumesAttached ?? []).map((v) => v.name));
+  const [was, is] = [names(before), names(after)];
+  const d = (volume: string, value: string): Decision => ({
+    controller: ATTACH_DETACH,
+    kind: "volumes-attached",
+    key: `volumes-attached node ${nameOf(after)} ${volume}`,
+    value,
+  });
+  return [
+    ...[...is].filter((v) => !was.has(v)).map((v) => d(v, "attached")),
+    ...[...was].filter((v) => !is.has(v)).map((v) => d(v, "detached")),
+  ].sort((a, b) => a.key.localeCompare(b.key));
 }
 
 /** An event of one of kvc's loops: its reason, about its object (repeats are one decision). */

@@ -43,6 +43,11 @@ export interface CurrentObjects {
   claim(namespace: string, name: string): V1PersistentVolumeClaim | undefined;
   node(name: string): V1Node | undefined;
   volumeAttachment(name: string): V1VolumeAttachment | undefined;
+  /**
+   * A version the informers held before the current one (or before the object went), by resource
+   * ("persistentvolumes"), key ("name" or "namespace/name") and resourceVersion, if still remembered.
+   */
+  earlier?(resource: string, key: string, resourceVersion: string): unknown;
 }
 
 interface Target {
@@ -129,6 +134,23 @@ export function recordWrite(
   const method = req.method.toUpperCase();
   if (!target) return { decisions: [], confirmations: [], response: { status: 200, body: body ?? {} } };
   const before = beforeOf(target, current);
+  const sent = (method === "PUT" || method === "PATCH") && versionOf(body);
+  const gone = before === undefined && INFORMED.has(target.resource);
+  if (sent && (gone || isStale(body, before))) {
+    // Written from an older version than the informers hold (KCM wrote since, or deleted it). What
+    // the write would have done to the version it was made from can only confirm what KCM did to that
+    // version. It succeeds (not the apiserver's 409), so that kvc carries on from its version as
+    // after its own write: a binding goes on to its phases, each confirming KCM's in turn. To a
+    // deleted object it is the apiserver's 404: nothing follows.
+    const key = target.namespace === undefined ? target.name : `${target.namespace}/${target.name ?? ""}`;
+    const base = current.earlier?.(target.resource, key ?? "", sent) ?? { metadata: { name: target.name } };
+    const after = method === "PUT" ? body : (mergePatch(base, body ?? {}) as Record<string, unknown>);
+    const confirmations = decisionsOf(target, base, after, current);
+    const response = gone
+      ? { status: 404, body: notFound(target) }
+      : { status: 200, body: method === "PUT" ? body : after };
+    return { decisions: [], confirmations, response };
+  }
   let after: Record<string, unknown> | undefined;
   let status = 200;
   switch (method) {
@@ -145,21 +167,72 @@ export function recordWrite(
         unknown
       >;
       break;
-    default: // DELETE
-      after = undefined;
+    default: // DELETE: a finalizer keeps the object, being deleted, until it is removed
+      after = deleted(before);
   }
   const decisions = decisionsOf(target, method === "POST" ? undefined : before, after, current);
   // What the write states, compared with nothing: the same facts as already observed confirm them.
   const stated =
-    method === "POST" || method === "DELETE" || !after
-      ? []
-      : decisionsOf(target, { metadata: { name: target.name, namespace: target.namespace } }, after, current);
+    method === "DELETE"
+      ? decisionsOf(target, notDeleting(before), after, current)
+      : method === "POST" || !after
+        ? []
+        : decisionsOf(
+            target,
+            { metadata: { name: target.name, namespace: target.namespace } },
+            after,
+            current,
+          );
   const confirmations = stated.filter((s) => !decisions.some((d) => d.key === s.key));
   const response =
     method === "DELETE"
       ? { kind: "Status", apiVersion: "v1", status: "Success", details: { name: target.name } }
       : after;
   return { decisions, confirmations, response: { status, body: response } };
+}
+
+type Obj = { metadata?: { finalizers?: string[]; deletionTimestamp?: unknown } } & Record<string, unknown>;
+
+function deleted(before: unknown): Record<string, unknown> | undefined {
+  const o = before as Obj | undefined;
+  if (!o?.metadata?.finalizers?.length) return undefined;
+  return { ...o, metadata: { ...o.metadata, deletionTimestamp: o.metadata.deletionTimestamp ?? new Date() } };
+}
+
+function notDeleting(before: unknown): unknown {
+  const o = before as Obj | undefined;
+  if (!o?.metadata) return o;
+  const metadata = { ...o.metadata };
+  delete metadata.deletionTimestamp;
+  return { ...o, metadata };
+}
+
+/** The resources whose current objects the informers hold (an absent one is gone). */
+const INFORMED = new Set(["persistentvolumes", "persistentvolumeclaims", "nodes"]);
+
+/** An object's resourceVersion when it is a (decimal) one. */
+function versionOf(o: unknown): string | undefined {
+  const rv = (o as { metadata?: { resourceVersion?: unknown } } | undefined)?.metadata?.resourceVersion;
+  return typeof rv === "string" && /^\d{1,19}$/.test(rv) ? rv : undefined;
+}
+
+/** The body names an older resourceVersion than the object has: the apiserver's conflict. */
+function isStale(body: unknown, before: unknown): boolean {
+  const sent = versionOf(body);
+  const held = versionOf(before);
+  return sent !== undefined && held !== undefined && BigInt(sent) < BigInt(held);
+}
+
+function notFound(t: Target) {
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    status: "Failure",
+    reason: "NotFound",
+    code: 404,
+    message: `${t.resource} "${t.name ?? ""}" not found`,
+    details: { name: t.name, kind: t.resource },
+  };
 }
 
 function beforeOf(t: Target, current: CurrentObjects): unknown {

@@ -1,8 +1,9 @@
 import type { CoreV1Event, KubernetesObject } from "@kubernetes/client-node";
+import { LRUCache } from "lru-cache";
 import { Counter, type Registry } from "prom-client";
 import type { ControllerName } from "../app/controller-names.js";
 import type { Clock } from "../runtime/clock.js";
-import type { InformerFactory } from "../runtime/informer/index.js";
+import { objectKey, type InformerFactory } from "../runtime/informer/index.js";
 import type { ResourceType } from "../runtime/informer/resources.js";
 import type { LogSink } from "../runtime/logger.js";
 import { Comparator, OUTCOMES, type Comparison, type Outcome } from "./comparator.js";
@@ -70,6 +71,8 @@ export class ShadowMode {
   readonly #disagreements: Comparison[] = [];
   readonly #since = new Date();
   #current: CurrentObjects | undefined;
+  /** Versions the informers replaced or deleted, recent ones (shadow writes made from them: recorder). */
+  readonly #earlier = new LRUCache<string, KubernetesObject>({ max: 10_000 });
 
   constructor(o: ShadowOptions) {
     this.#o = o;
@@ -99,15 +102,25 @@ export class ShadowMode {
     const watch = <T extends KubernetesObject>(
       informer: { addEventHandler(h: object): unknown },
       decisions: (before: T | undefined, after: T | undefined) => Decision[],
+      resource?: string,
     ) => {
+      // Versions replaced or deleted: what a write kvc made from one of them would have changed.
+      const remember = (o: T, version = o.metadata?.resourceVersion ?? "") => {
+        if (resource) this.#earlier.set(`${resource} ${objectKey(o)} ${version}`, o);
+      };
       informer.addEventHandler({
         onAdd: (obj: T) => {
           if (isNew(obj)) this.#observed(decisions(undefined, obj));
         },
         onUpdate: (old: T, obj: T) => {
+          remember(old);
           if (old !== obj) this.#observed(decisions(old, obj));
         },
         onDelete: (obj: T) => {
+          // A finalizer's removal that lets the apiserver delete the object shows as the deletion
+          // alone, of the last version but with a new resourceVersion: a write from any version
+          // seen before meets that one.
+          remember(obj, "deleted");
           this.#observed(decisions(obj, undefined));
         },
       });
@@ -116,10 +129,16 @@ export class ShadowMode {
     const pvcs = informers.persistentVolumeClaims();
     const nodes = informers.nodes();
     const vas = informers.volumeAttachments();
-    watch(pvs, volumeDecisions);
-    watch(pvcs, claimDecisions);
-    watch(nodes, nodeDecisions);
+    watch(pvs, volumeDecisions, "persistentvolumes");
+    watch(pvcs, claimDecisions, "persistentvolumeclaims");
+    watch(nodes, nodeDecisions, "nodes");
     watch(vas, attachmentDecisions);
+    // A node deleted: what either side would still report in its status is moot.
+    nodes.addEventHandler({
+      onDelete: (node: KubernetesObject) => {
+        this.#comparator.forget(`volumes-attached node ${objectKey(node)} `);
+      },
+    });
     for (const source of EVENT_SOURCES) {
       watch(informers.informerFor(events, { fieldSelector: `source=${source}` }), (before, after) =>
         !before && after ? eventDecisions(after as CoreV1Event) : [],
@@ -131,6 +150,9 @@ export class ShadowMode {
       claim: (namespace, name) => pvcs.store.get(`${namespace}/${name}`),
       node: (name) => nodes.store.get(name),
       volumeAttachment: (name) => vas.store.get(name),
+      earlier: (resource, key, resourceVersion) =>
+        this.#earlier.get(`${resource} ${key} ${resourceVersion}`) ??
+        this.#earlier.get(`${resource} ${key} deleted`),
     };
   }
 

@@ -14,6 +14,8 @@ import type { RecyclerPodApi } from "./recycler.js";
 export interface DefaultPluginsOptions {
   /** --enable-hostpath-provisioner. */
   enableHostPathProvisioner: boolean;
+  /** Shadow mode (src/shadow): plugins touch no storage (hostPath directories are neither made nor removed). */
+  shadow?: boolean;
   /** The API recycler pods run through (the controller's CoreV1Api). */
   pods: RecyclerPodApi;
   /** --pv-recycler-minimum-timeout-hostpath, seconds (default 60). */
@@ -42,6 +44,7 @@ export function defaultPlugins(options: DefaultPluginsOptions): VolumePlugin[] {
   return [
     new HostPathPlugin({
       provisioningEnabled: options.enableHostPathProvisioner,
+      ...(options.shadow && { shadow: true }),
       pods: options.pods,
       recyclerMinimumTimeoutSeconds: options.recyclerMinimumTimeoutHostPath,
       recyclerTimeoutIncrementSeconds: options.recyclerTimeoutIncrementHostPath,

@@ -7,6 +7,7 @@ import { randomScenario } from "./random-scenario.js";
 import { SCENARIOS } from "./scenarios.js";
 import { MIGRATION_SCENARIOS } from "./scenarios-migration.js";
 import { PLUGIN_SCENARIOS } from "./scenarios-plugins.js";
+import { shadowFailures } from "./shadow-check.js";
 
 /*
  * Differential conformance: every scenario runs on upstream kube-controller-manager and on kvc, each
@@ -45,6 +46,13 @@ describe("kvc decides as kube-controller-manager does", () => {
   for (const scenario of scenarios) {
     test(scenario.name, async (t) => {
       const [a, b] = await Promise.all([upstream.run(scenario), ours.run(scenario)]);
+      // Beside KCM, kvc --shadow agreed with every decision and wrote nothing (shadow-check.ts).
+      const shadow = await upstream.shadow?.verdict();
+      if (shadow) {
+        t.diagnostic(`shadow: ${JSON.stringify(shadow.counts)}`);
+        const failures = shadowFailures(shadow, scenario.differs);
+        assert.deepEqual(failures, [], `${scenario.name}: the shadow beside KCM:\n${failures.join("\n")}`);
+      }
       // After a switch nothing is detached, re-bound, re-provisioned or created: on either side.
       const unexpected = unexpectedHandoverWrites(scenario, { upstream: a, kvc: b });
       assert.deepEqual(

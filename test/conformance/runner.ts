@@ -16,6 +16,7 @@ import { isNotFound } from "../../src/runtime/api-errors.js";
 import { waitFor } from "../../src/util/wait.js";
 import { startKvc } from "../support/kvc-process.js";
 import { ExplainCheck } from "./explain-check.js";
+import { SHADOW_ENABLED, ShadowCheck } from "./shadow-check.js";
 import { WriteLog, type Collection, type Write } from "./write-log.js";
 
 /**
@@ -153,13 +154,20 @@ export class ConformanceRunner {
   #storage!: StorageV1Api;
   #objects!: KubernetesObjectApi;
   #seq = 0;
+  /** The reference side's `kvc run --shadow` beside KCM (shadow-check.ts). */
+  shadow: ShadowCheck | undefined;
 
   constructor(impl: Implementation) {
     this.#impl = impl;
   }
 
   async start(): Promise<void> {
-    this.#cp = await LocalControlPlane.start();
+    const shadow = SHADOW_ENABLED && this.#impl === "kube-controller-manager";
+    this.#cp = await LocalControlPlane.start({ audit: shadow });
+    if (shadow) {
+      const args = [`--controllers=${CONTROLLERS.join(",")}`, `--flex-volume-plugin-dir=${this.#flexDir}`];
+      this.shadow = new ShadowCheck(this.#cp.kubeconfigPath, this.#cp.auditLogPath, [...args, ...FLAGS]);
+    }
     const kc = this.#cp.kubeConfig();
     this.#core = kc.makeApiClient(CoreV1Api);
     this.#storage = kc.makeApiClient(StorageV1Api);
@@ -179,11 +187,20 @@ export class ConformanceRunner {
 
   async #startImplementation(impl: Implementation): Promise<Running> {
     if (impl === "kube-controller-manager") {
-      const kcm = await this.#cp.startKubeControllerManager({
-        controllers: CONTROLLERS,
-        args: [...FLAGS, `--flex-volume-plugin-dir=${this.#flexDir}`],
-      });
-      return { impl, stop: () => kcm.stop() };
+      const [kcm] = await Promise.all([
+        this.#cp.startKubeControllerManager({
+          controllers: CONTROLLERS,
+          args: [...FLAGS, `--flex-volume-plugin-dir=${this.#flexDir}`],
+        }),
+        this.shadow?.start(), // started and stopped with KCM
+      ]);
+      return {
+        impl,
+        stop: async () => {
+          await this.shadow?.stop();
+          await kcm.stop();
+        },
+      };
     }
     const kvc = await startKvc(this.#cp.kubeconfigPath, [
       "--leader-elect=false",

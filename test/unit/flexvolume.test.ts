@@ -117,6 +117,26 @@ describe("FlexVolume plugin", () => {
     assert.deepEqual(log[3], ["detach", "pv-flex", "node-1"]);
   });
 
+  test("in shadow mode attach and detach never run the driver; its questions still do", async () => {
+    const dir = pluginDir();
+    const driverDir = install(dir);
+    const p = await FlexVolumePlugin.create({
+      pluginDir: dir,
+      directory: "kvc~fake",
+      callTimeoutMs: 5_000,
+      log: silentLogger,
+      shadow: true,
+    });
+    const spec: VolumeSpec = specFromPersistentVolume(flexPV(), true);
+    assert.equal(await p.newAttacher().attach(spec, "node-1"), "");
+    assert.equal((await p.newAttacher().volumesAreAttached([spec], "node-1")).get(spec), true);
+    await p.newDetacher().detach("pv-flex", "node-1");
+    assert.deepEqual(
+      calls(driverDir).map((c) => c[0]),
+      ["init", "getvolumename", "isattached"],
+    );
+  });
+
   test('"Not supported" falls back to the defaults and is not asked again', async () => {
     const dir = pluginDir();
     const driverDir = install(dir);
@@ -296,6 +316,14 @@ describe("FlexVolume prober", () => {
       message:
         "error adding watch on Flexvolume directory: ENOSPC: System limit for number of file watchers reached",
     });
+  });
+
+  test("in shadow mode a missing plugin directory is not created", async () => {
+    const dir = join(pluginDir(), "missing");
+    const prober = new FlexVolumeProber({ pluginDir: dir, log: silentLogger, shadow: true });
+    await assert.rejects(prober.init());
+    prober.close();
+    assert.equal(existsSync(dir), false);
   });
 
   test("a deleted plugin directory is recreated and rescanned", async () => {

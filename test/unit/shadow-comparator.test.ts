@@ -169,6 +169,15 @@ describe("shadow Comparator", () => {
     ]);
   });
 
+  test("forget() drops the pending decisions about a subject that is gone, uncounted", () => {
+    const { clock, comparator, outcomes } = setup();
+    comparator.intended(binding("ns/a", "pv-1"));
+    comparator.intended(binding("other/a", "pv-2"));
+    comparator.forget("binding pvc ns/");
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), ["kvc-only binding pvc other/a kvc=pv-2 upstream=-"]);
+  });
+
   test("stop() drops pending decisions and their timers", () => {
     const { clock, comparator, outcomes } = setup();
     comparator.intended(binding("ns/a", "pv-1"));

@@ -6,6 +6,9 @@ import type {
   V1PersistentVolumeClaim,
   V1VolumeAttachment,
 } from "@kubernetes/client-node";
+import { FakeClock } from "../../src/runtime/clock.js";
+import { Comparator, type Comparison } from "../../src/shadow/comparator.js";
+import { volumeDecisions } from "../../src/shadow/decisions.js";
 import { mergePatch, recordWrite, type CurrentObjects } from "../../src/shadow/recorder.js";
 
 function pv(name: string, size: string, extra: Partial<V1PersistentVolume["spec"]> = {}): V1PersistentVolume {
@@ -130,7 +133,10 @@ describe("shadow recordWrite", () => {
       deleted.decisions.map((d) => `${d.key}=${d.value}`),
       ["volume-attachment csi-123=deleted"],
     );
-    const node: V1Node = { metadata: { name: "node-1" }, status: {} };
+    const node: V1Node = {
+      metadata: { name: "node-1" },
+      status: { volumesAttached: [{ name: "c", devicePath: "" }] },
+    };
     const patched = recordWrite(
       {
         method: "PATCH",
@@ -148,7 +154,12 @@ describe("shadow recordWrite", () => {
     );
     assert.deepEqual(
       patched.decisions.map((d) => `${d.key}=${d.value}`),
-      ["volumes-attached node node-1=a,b"],
+      // Per volume, whatever order the list has: a and b attached, c detached.
+      [
+        "volumes-attached node node-1 a=attached",
+        "volumes-attached node node-1 b=attached",
+        "volumes-attached node node-1 c=detached",
+      ],
     );
   });
 
@@ -183,6 +194,97 @@ describe("shadow recordWrite", () => {
       objects([]),
     );
     assert.deepEqual(other.decisions, []);
+  });
+
+  test("a PUT from an older version than the informers hold succeeds, and what it states only confirms", () => {
+    // KCM made pv-1 Available (resourceVersion 9) before kvc synced the version it acted on (5).
+    const current = { ...pv("pv-1", "1Gi"), metadata: { name: "pv-1", resourceVersion: "9" } };
+    const stale = (phase: string) =>
+      recordWrite(
+        put("/api/v1/persistentvolumes/pv-1/status", { ...pv("pv-1", "1Gi"), status: { phase } }),
+        objects([current]),
+      );
+    const same = stale("Available");
+    assert.equal(same.response.status, 200);
+    assert.equal((same.response.body as V1PersistentVolume).status?.phase, "Available");
+    assert.deepEqual(same.decisions, []);
+    assert.deepEqual(
+      same.confirmations.map((d) => `${d.key}=${d.value}`),
+      ["phase pv pv-1=Available"],
+    );
+    // The same version as held (kvc's own earlier recorded write) is a decision.
+    const fresh = recordWrite(
+      put("/api/v1/persistentvolumes/pv-1/status", { ...current, status: { phase: "Released" } }),
+      objects([current]),
+    );
+    assert.equal(fresh.response.status, 200);
+    assert.deepEqual(
+      fresh.decisions.map((d) => `${d.key}=${d.value}`),
+      ["phase pv pv-1=Released"],
+    );
+  });
+
+  test("the race: KCM's write seen first, kvc's sync of the earlier version agrees, or is no agreement", () => {
+    const run = (kvcPhase: string) => {
+      const clock = new FakeClock();
+      const seen: Comparison[] = [];
+      const comparator = new Comparator({ clock, graceMs: 1000, onComparison: (c) => seen.push(c) });
+      const before = pv("pv-1", "1Gi");
+      delete before.status;
+      const after = { ...pv("pv-1", "1Gi"), metadata: { name: "pv-1", resourceVersion: "9" } };
+      for (const d of volumeDecisions(before, after)) comparator.observed(d);
+      const r = recordWrite(
+        put("/api/v1/persistentvolumes/pv-1/status", { ...before, status: { phase: kvcPhase } }),
+        objects([after]),
+      );
+      for (const d of r.decisions) comparator.intended(d);
+      for (const d of r.confirmations) comparator.confirmed(d);
+      clock.advance(1000);
+      return seen.map((c) => `${c.outcome} ${c.key} kvc=${c.kvc ?? "-"} upstream=${c.upstream ?? "-"}`);
+    };
+    assert.deepEqual(run("Available"), ["agree phase pv pv-1 kvc=Available upstream=Available"]);
+    assert.deepEqual(run("Failed"), ["upstream-only phase pv pv-1 kvc=- upstream=Available"]);
+  });
+
+  test("DELETE asks for the deletion: the reclaim of a released Delete volume; finalizers stay", () => {
+    const released: V1PersistentVolume = {
+      metadata: { name: "pv-1", resourceVersion: "5", finalizers: ["kubernetes.io/pv-protection"] },
+      spec: { persistentVolumeReclaimPolicy: "Delete" },
+      status: { phase: "Released" },
+    };
+    const del = { method: "DELETE", path: "/api/v1/persistentvolumes/pv-1", body: undefined };
+    const r = recordWrite(del, objects([released]));
+    assert.deepEqual(
+      r.decisions.map((d) => `${d.key}=${d.value}`),
+      ["reclaim pv pv-1=delete"],
+    );
+    // KCM asked first: kvc's request confirms it.
+    const deleting = { ...released, metadata: { ...released.metadata, deletionTimestamp: new Date() } };
+    const again = recordWrite(del, objects([deleting]));
+    assert.deepEqual(again.decisions, []);
+    assert.deepEqual(
+      again.confirmations.map((d) => `${d.key}=${d.value}`),
+      ["reclaim pv pv-1=delete"],
+    );
+  });
+
+  test("a user's deletion of a PV is no reclaim, whatever phase it ends in", () => {
+    const volume = (phase: string, policy: string, deleting = false): V1PersistentVolume => ({
+      metadata: { name: "pv-1", ...(deleting && { deletionTimestamp: new Date() }) },
+      spec: { persistentVolumeReclaimPolicy: policy },
+      status: { phase },
+    });
+    const kinds = (before: V1PersistentVolume, after: V1PersistentVolume | undefined) =>
+      volumeDecisions(before, after).map((d) => `${d.kind}=${d.value}`);
+    // Deleted while Bound, Released by its claim's deletion, then gone.
+    assert.deepEqual(kinds(volume("Bound", "Delete"), volume("Bound", "Delete", true)), []);
+    assert.deepEqual(kinds(volume("Released", "Delete", true), undefined), []);
+    // A Retain volume is never the reclaim policy's to delete.
+    assert.deepEqual(kinds(volume("Released", "Retain"), volume("Released", "Retain", true)), []);
+    assert.deepEqual(kinds(volume("Released", "Delete"), volume("Released", "Delete", true)), [
+      "reclaim=delete",
+    ]);
+    assert.deepEqual(kinds(volume("Failed", "Delete"), undefined), ["reclaim=delete"]);
   });
 
   test("hostile requests carry no decision and still get a plausible success", () => {

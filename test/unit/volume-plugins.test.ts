@@ -312,6 +312,27 @@ describe("hostPath provisioner and deleter", () => {
     );
   });
 
+  test("in shadow mode the PV is described but no directory made, and the deleter removes nothing", async () => {
+    const shadow = new HostPathPlugin({
+      provisioningEnabled: true,
+      baseDir: base,
+      pods: new FakePods(),
+      shadow: true,
+    });
+    const pv = await shadow.newProvisioner(provisionOptions()).provision();
+    const path = pv.spec?.hostPath?.path ?? "";
+    assert.match(path, new RegExp(`^${base}/[0-9a-f-]{36}$`));
+    assert.equal(existsSync(path), false);
+    const kept = join(base, "kept");
+    await mkdir(kept, { recursive: true });
+    const del = (p: string) =>
+      shadow.newDeleter(specFromPersistentVolume({ spec: { hostPath: { path: p } } })).delete();
+    await del(kept);
+    assert.ok(existsSync(kept));
+    // Checked as for real: a path outside the base is still refused.
+    await assert.rejects(del("/etc"), /host_path deleter only deletes directories under/);
+  });
+
   test("the deleter removes directories strictly inside the base and nothing else", async () => {
     const victim = join(base, "victim");
     await mkdir(join(victim, "sub"), { recursive: true });

@@ -44,7 +44,12 @@ export interface FlexVolumePluginOptions {
   capabilities: DriverCapabilities;
   callTimeoutMs: number;
   log: LogSink;
+  /** Shadow mode (src/shadow): attach and detach are not run (they act on the storage), as if they succeeded. */
+  shadow?: boolean;
 }
+
+/** The commands that change the world; the others only ask the driver. */
+const ACTING_COMMANDS = new Set<DriverCommand>(["attach", "detach"]);
 
 /**
  * One FlexVolume driver as a volume plugin (upstream flexVolumePlugin, controller side): named as the
@@ -140,6 +145,10 @@ export class FlexVolumePlugin implements AttachableVolumePlugin {
   /** One driver call; a command once answered "Not supported" is not run again (upstream). */
   async call(command: DriverCommand, args: readonly string[], signal?: AbortSignal): Promise<DriverStatus> {
     if (this.#unsupported.has(command)) throw new NotSupportedError();
+    if (this.#o.shadow && ACTING_COMMANDS.has(command)) {
+      this.#o.log.info({ driver: this.name, command, args }, "shadow mode: FlexVolume driver call not run");
+      return { status: "Success", capabilities: this.#o.capabilities };
+    }
     try {
       return await runDriverCall({
         executable: this.#executable,

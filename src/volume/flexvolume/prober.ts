@@ -15,6 +15,8 @@ export interface FlexVolumeProberOptions {
   pluginDir: string;
   log: LogSink;
   callTimeoutMs?: number;
+  /** Shadow mode (src/shadow): the plugin directory is never created, drivers never attach or detach. */
+  shadow?: boolean;
   /** Times the retries of failed inits (default the real clock). */
   clock?: Clock;
   /** node:fs watch; a test seam for a directory that cannot be watched. */
@@ -61,7 +63,7 @@ export class FlexVolumeProber implements DynamicPluginProber {
 
   /** Rejects when the plugin directory cannot be created or watched. */
   async init(): Promise<void> {
-    await mkdir(this.#o.pluginDir, { recursive: true });
+    if (!this.#o.shadow) await mkdir(this.#o.pluginDir, { recursive: true });
     const err = this.#watchRoot();
     if (err !== undefined) throw new Error(`error adding watch on Flexvolume directory: ${err}`);
   }
@@ -75,7 +77,7 @@ export class FlexVolumeProber implements DynamicPluginProber {
     if ((!present || !this.#watchers.has("")) && (this.#rewatch?.safeToRetry(this.#clock.now()) ?? true)) {
       // The plugin directory was deleted: recreate it, watch it again and rescan.
       this.#unwatch("");
-      await mkdir(this.#o.pluginDir, { recursive: true });
+      if (!this.#o.shadow) await mkdir(this.#o.pluginDir, { recursive: true });
       const err = this.#watchRoot();
       if (err === undefined) {
         this.#rewatch = undefined;
@@ -137,6 +139,7 @@ export class FlexVolumeProber implements DynamicPluginProber {
         directory,
         callTimeoutMs: this.#callTimeoutMs,
         log: this.#o.log,
+        ...(this.#o.shadow && { shadow: true }),
       });
       const op = this.#known.has(directory) ? "update" : "add";
       this.#known.add(directory);

@@ -11,6 +11,8 @@ export class HostPathDeleter implements Deleter {
   constructor(
     private readonly baseDir: string,
     private readonly path: string,
+    /** Shadow mode: checked as for real, nothing removed. */
+    private readonly shadow = false,
   ) {}
 
   async delete(): Promise<void> {
@@ -18,6 +20,6 @@ export class HostPathDeleter implements Deleter {
     if (!target.startsWith(resolve(this.baseDir) + sep)) {
       throw new Error(`host_path deleter only deletes directories under ${this.baseDir}/, not ${this.path}`);
     }
-    await rm(target, { recursive: true, force: true });
+    if (!this.shadow) await rm(target, { recursive: true, force: true });
   }
 }

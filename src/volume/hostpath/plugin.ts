@@ -32,6 +32,8 @@ export interface HostPathPluginOptions {
   recyclerPodTemplate?: V1Pod | undefined;
   /** How often the recycler pod is polled (default 1 s). */
   recyclerPollIntervalMs?: number | undefined;
+  /** Shadow mode (src/shadow): directories are neither created nor removed. */
+  shadow?: boolean;
 }
 
 function hostPathOf(spec: VolumeSpec): string | undefined {
@@ -72,13 +74,13 @@ export class HostPathPlugin
     if (!this.#options.provisioningEnabled) {
       throw new Error(`provisioning in volume plugin "${this.name}" is disabled`);
     }
-    return new HostPathProvisioner(this.name, this.#baseDir, options);
+    return new HostPathProvisioner(this.name, this.#baseDir, options, this.#options.shadow);
   }
 
   newDeleter(spec: VolumeSpec): Deleter {
     const path = spec.persistentVolume?.spec?.hostPath?.path;
     if (path === undefined) throw new Error("spec.persistentVolume.spec.hostPath is not set");
-    return new HostPathDeleter(this.#baseDir, path);
+    return new HostPathDeleter(this.#baseDir, path, this.#options.shadow);
   }
 
   async recycle(

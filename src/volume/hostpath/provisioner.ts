@@ -16,6 +16,8 @@ export class HostPathProvisioner implements Provisioner {
     private readonly pluginName: string,
     private readonly baseDir: string,
     private readonly options: ProvisionOptions,
+    /** Shadow mode: the PV is described, its directory not created. */
+    private readonly shadow = false,
   ) {}
 
   async provision(): Promise<V1PersistentVolume> {
@@ -26,7 +28,7 @@ export class HostPathProvisioner implements Provisioner {
     const path = join(this.baseDir, randomUUID());
     const storage = pvc.spec?.resources?.requests?.storage;
     const accessModes = pvc.spec?.accessModes?.length ? pvc.spec.accessModes : DEFAULT_ACCESS_MODES;
-    await mkdir(path, { recursive: true, mode: 0o750 });
+    if (!this.shadow) await mkdir(path, { recursive: true, mode: 0o750 });
     return {
       apiVersion: "v1",
       kind: "PersistentVolume",
