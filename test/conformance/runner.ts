@@ -8,7 +8,7 @@ import {
   type KubernetesObject,
   type V1PersistentVolumeList,
 } from "@kubernetes/client-node";
-import { copyFile, mkdir, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
@@ -350,8 +350,12 @@ export class ConformanceRunner {
       const driverDir = join(this.#flexDir, directory);
       await mkdir(driverDir, { recursive: true });
       await writeFile(join(driverDir, ".mode"), mode);
-      // Executable last: the prober looks at the driver when its executable appears.
-      await copyFile(FLEX_FIXTURE, join(driverDir, directory.slice(directory.indexOf("~") + 1)));
+      // Executable last, and whole: the prober looks at the driver when its executable appears, so it
+      // is copied beside it under a dot-name (ignored, as upstream's prober does) and renamed. A copy in
+      // place can let a loaded run's prober execute a half-written driver (failed inits, then backoff).
+      const driver = join(driverDir, directory.slice(directory.indexOf("~") + 1));
+      await copyFile(FLEX_FIXTURE, `${driverDir}/.installing`);
+      await rename(`${driverDir}/.installing`, driver);
     } else if ("attachAll" in step) {
       if (step.attachAll !== true) await this.#attachmentsExist(step.attachAll.pvs, step.attachAll.node);
       for (const va of (await this.#storage.listVolumeAttachment()).items) {
