@@ -12,7 +12,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { realClock, sleep } from "../src/runtime/clock.js";
 import { waitFor } from "../src/util/wait.js";
-import { cpuSeconds, pool, rssMiB, startCompiledKvc } from "./support.js";
+import { cpuSeconds, createPairs, rssMiB, startCompiledKvc } from "./support.js";
 
 const { values } = parseArgs({ options: { pairs: { type: "string", default: "1000" } } });
 const N = Number(values.pairs);
@@ -52,33 +52,7 @@ async function run(shadow: boolean): Promise<Result> {
       const samples: number[] = [];
       const sampler = setInterval(() => samples.push(rssMiB(kvc.pid)), 1000);
       try {
-        await pool(ids, CONCURRENCY, async (id) => {
-          await core.createPersistentVolume({
-            body: {
-              metadata: { name: `pv-${id}` },
-              spec: {
-                capacity: { storage: "1Gi" },
-                accessModes: ["ReadWriteOnce"],
-                storageClassName: "",
-                persistentVolumeReclaimPolicy: "Retain",
-                hostPath: { path: `/tmp/bench/${id}` },
-              },
-            },
-          });
-        });
-        await pool(ids, CONCURRENCY, async (id) => {
-          await core.createNamespacedPersistentVolumeClaim({
-            namespace: "default",
-            body: {
-              metadata: { name: `pvc-${id}` },
-              spec: {
-                accessModes: ["ReadWriteOnce"],
-                storageClassName: "",
-                resources: { requests: { storage: "1Gi" } },
-              },
-            },
-          });
-        });
+        await createPairs(core, ids, CONCURRENCY);
         await waitFor(
           async () =>
             (await core.listNamespacedPersistentVolumeClaim({ namespace: "default" })).items.filter(

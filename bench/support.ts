@@ -26,6 +26,51 @@ export async function pool<T>(
   await new PQueue({ concurrency }).addAll(items.map((item) => () => fn(item)));
 }
 
+/** Creates, for each id, a 1Gi Retain hostPath PV `pv-<id>` and then a claim `pvc-<id>` that fits it. */
+export async function createPairs(
+  core: CoreV1Api,
+  ids: readonly string[],
+  concurrency: number,
+): Promise<void> {
+  await pool(ids, concurrency, (id) =>
+    core.createPersistentVolume({
+      body: {
+        metadata: { name: `pv-${id}` },
+        spec: {
+          capacity: { storage: "1Gi" },
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: "",
+          persistentVolumeReclaimPolicy: "Retain",
+          hostPath: { path: `/tmp/bench/${id}` },
+        },
+      },
+    }),
+  );
+  await createClaims(core, ids, concurrency, "");
+}
+
+/** Creates a 1Gi ReadWriteOnce claim `pvc-<id>` of the class in `default` for each id. */
+export function createClaims(
+  core: CoreV1Api,
+  ids: readonly string[],
+  concurrency: number,
+  storageClassName: string,
+): Promise<void> {
+  return pool(ids, concurrency, (id) =>
+    core.createNamespacedPersistentVolumeClaim({
+      namespace: "default",
+      body: {
+        metadata: { name: `pvc-${id}` },
+        spec: {
+          accessModes: ["ReadWriteOnce"],
+          storageClassName,
+          resources: { requests: { storage: "1Gi" } },
+        },
+      },
+    }),
+  );
+}
+
 /** CPU time (user + system) a process has used so far, seconds. */
 export function cpuSeconds(pid: number): number {
   // /proc/<pid>/stat: utime and stime are fields 14 and 15, after the parenthesised command name.

@@ -22,7 +22,14 @@ import { CoreV1Api, StorageV1Api, type V1PersistentVolumeClaim } from "@kubernet
 import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { waitFor } from "../src/util/wait.js";
 import { writesBy } from "../test/support/audit.js";
-import { cpuSeconds, pool, rssMiB, startCompiledKvc, type StartedController } from "./support.js";
+import {
+  cpuSeconds,
+  createClaims,
+  createPairs,
+  rssMiB,
+  startCompiledKvc,
+  type StartedController,
+} from "./support.js";
 
 const SECTIONS = ["throttled", "unthrottled", "ceiling", "provisioning"] as const;
 type Section = (typeof SECTIONS)[number];
@@ -51,40 +58,6 @@ const DEFAULT_LIMITS: Limits = { qps: 20, burst: 30 };
 const UNTHROTTLED: Limits = { qps: 100_000, burst: 100_000 };
 
 const ids = Array.from({ length: N }, (_, i) => String(i).padStart(6, "0"));
-
-async function createPairs(core: CoreV1Api): Promise<void> {
-  await pool(ids, CREATE_CONCURRENCY, (id) =>
-    core.createPersistentVolume({
-      body: {
-        metadata: { name: `pv-${id}` },
-        spec: {
-          capacity: { storage: "1Gi" },
-          accessModes: ["ReadWriteOnce"],
-          storageClassName: "",
-          persistentVolumeReclaimPolicy: "Retain",
-          hostPath: { path: `/tmp/bench/${id}` },
-        },
-      },
-    }),
-  );
-  await createClaims(core, "");
-}
-
-function createClaims(core: CoreV1Api, storageClassName: string): Promise<void> {
-  return pool(ids, CREATE_CONCURRENCY, (id) =>
-    core.createNamespacedPersistentVolumeClaim({
-      namespace: "default",
-      body: {
-        metadata: { name: `pvc-${id}` },
-        spec: {
-          accessModes: ["ReadWriteOnce"],
-          storageClassName,
-          resources: { requests: { storage: "1Gi" } },
-        },
-      },
-    }),
-  );
-}
 
 async function boundCount(core: CoreV1Api): Promise<number> {
   let bound = 0;
@@ -154,13 +127,13 @@ async function measure(impl: Impl, limits: Limits, kind: "binding" | "provisioni
   const cp = await LocalControlPlane.start({ audit: true });
   try {
     const core = cp.kubeConfig().makeApiClient(CoreV1Api);
-    if (kind === "binding") await createPairs(core);
+    if (kind === "binding") await createPairs(core, ids, CREATE_CONCURRENCY);
     else {
       await cp
         .kubeConfig()
         .makeApiClient(StorageV1Api)
         .createStorageClass({ body: { metadata: { name: "hp" }, provisioner: "kubernetes.io/host-path" } });
-      await createClaims(core, "hp");
+      await createClaims(core, ids, CREATE_CONCURRENCY, "hp");
     }
     const since = new Date();
     const started = performance.now();
@@ -216,7 +189,7 @@ function buildCeiling(): string {
 async function ceiling(binary: string, concurrency: number): Promise<CeilingReport> {
   const cp = await LocalControlPlane.start();
   try {
-    await createPairs(cp.kubeConfig().makeApiClient(CoreV1Api));
+    await createPairs(cp.kubeConfig().makeApiClient(CoreV1Api), ids, CREATE_CONCURRENCY);
     const out = execFileSync(binary, [`-kubeconfig=${cp.kubeconfigPath}`, `-concurrency=${concurrency}`]);
     return JSON.parse(out.toString()) as CeilingReport;
   } finally {
