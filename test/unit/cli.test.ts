@@ -20,7 +20,9 @@ function kvcWithEnv(env: Record<string, string>, ...args: string[]) {
   const rest = Object.fromEntries(Object.entries(process.env).filter(([k]) => !unset.has(k)));
   const r = spawnSync(process.execPath, ["--import", "tsx", cli, ...args], {
     encoding: "utf8",
-    timeout: 60_000,
+    // A guard against a hang only: tsx compiling the CLI took over 60 s at load average 30-54 (several
+    // suites on 2 cores), and every such timeout was a failure of a command that was merely slow.
+    timeout: 5 * 60_000,
     env: { ...rest, ...env },
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
