@@ -4,7 +4,8 @@ import { probe } from "../../src/controlplane/https-probe.js";
 import type { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
 import { startKvc, type KvcProcess } from "../support/kvc-process.js";
-import type { PartitionKind, TcpProxy } from "../support/tcp-proxy.js";
+import type { PartitionKind } from "../support/tcp-proxy.js";
+import type { TcpProxyThread } from "../support/tcp-proxy-thread.js";
 
 /*
  * The kvc replicas as a Deployment runs them (a replica that exits is started again), each behind its
@@ -30,7 +31,7 @@ export class Replica {
 
   constructor(
     readonly name: string,
-    readonly proxy: TcpProxy,
+    readonly proxy: TcpProxyThread,
     readonly kubeconfig: string,
     readonly args: readonly string[],
     /** Each process's log is written here (`<name>.log`, appended) once it exits. */
@@ -159,14 +160,14 @@ export async function inject(kind: FaultKind, ctx: FaultContext): Promise<Inject
         Math.floor(ctx.random() * 3)
       ]!;
       const target = leader ?? ctx.replicas[0]!;
-      target.proxy.partition(partition);
+      await target.proxy.partition(partition);
       await outlast();
-      target.proxy.heal();
+      await target.proxy.heal();
       return { kind, detail: `${partition} partition of ${target.name}`, at, ...leaderOf(leaderIdentity) };
     }
     case "watchcut": {
       await compactEtcd(ctx.cp);
-      for (const r of ctx.replicas) r.proxy.cut();
+      await Promise.all(ctx.replicas.map((r) => r.proxy.cut()));
       return {
         kind,
         detail: "etcd compacted, every replica's connections cut (watches relist: 410 Gone)",

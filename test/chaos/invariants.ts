@@ -163,20 +163,27 @@ function mountedAtDetach(
 export function oneWriterPerTerm(audit: readonly AuditEvent[], terms: readonly LeaseTerm[]): Violation[] {
   const out: Violation[] = [];
   const sorted = [...terms].sort((a, b) => a.acquiredAt - b.acquiredAt);
+  /** Per replica, when the apiserver last applied a Lease write of its elector. */
+  const renewedAt = new Map<string, number>();
   for (const e of audit) {
     const replica = replicaOf(e.userAgent);
     const code = e.responseStatus?.code ?? 0;
-    if (!replica || isLeaderElectionWrite(e) || code < 200 || code >= 300) continue;
+    if (!replica || code < 200 || code >= 300) continue;
     const at = Date.parse(e.requestReceivedTimestamp);
+    if (isLeaderElectionWrite(e)) {
+      renewedAt.set(replica, at);
+      continue;
+    }
     const term = sorted.findLast((t) => t.acquiredAt <= at);
     if (term?.holder === replica) continue;
+    const renewed = renewedAt.get(replica);
     out.push({
       invariant: "two-writers",
       message: `${replica} wrote (${e.verb} ${e.requestURI} at ${e.requestReceivedTimestamp}) ${
         term
           ? `in the term ${term.holder} acquired at ${new Date(term.acquiredAt).toISOString()}`
           : "before any term"
-      }`,
+      }; its last Lease write was received ${renewed === undefined ? "never" : `${at - renewed} ms before`}`,
     });
   }
   return out;

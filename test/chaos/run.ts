@@ -1,5 +1,6 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import yargs from "yargs";
@@ -12,7 +13,7 @@ import { until, waitFor } from "../../src/util/wait.js";
 import { readAuditLog, type AuditEvent } from "../support/audit.js";
 import { killAllKvc } from "../support/kvc-process.js";
 import { mulberry32 } from "../support/random.js";
-import { TcpProxy } from "../support/tcp-proxy.js";
+import { TcpProxyThread } from "../support/tcp-proxy-thread.js";
 import { FAULT_KINDS, inject, killsLeader, Replica, type FaultKind, type InjectedFault } from "./faults.js";
 import { halfDone } from "./half-done.js";
 import { isLeaderElectionWrite, replicaOf } from "./history.js";
@@ -61,17 +62,21 @@ export interface ChaosReport {
   conflicts: number;
   /** What the invariants were checked over: watched object states, kvc's applied writes, lease terms. */
   observed: { states: number; kvcWrites: number; terms: number };
+  /** The longest the harness's own event loop was blocked (its proxies run in threads of their own). */
+  harnessStallMaxMs: number;
   violations: Violation[];
 }
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const t0 = Date.now();
+  const stalls = monitorEventLoopDelay({ resolution: 20 });
+  stalls.enable();
   const random = mulberry32(o.seed);
   const cp = await LocalControlPlane.start({ audit: true, onProgress: o.log });
   o.log(`replica logs in ${o.logDir}`);
   const ac = new AbortController();
   const replicas: Replica[] = [];
-  const proxies: TcpProxy[] = [];
+  const proxies: TcpProxyThread[] = [];
   const lease = { namespace: NAMESPACE, name: "kube-volume-controller" };
   try {
     const kc = cp.kubeConfig();
@@ -103,7 +108,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       "--enable-hostpath-provisioner",
     ];
     for (const name of ["replica-a", "replica-b"]) {
-      const proxy = await TcpProxy.start(cp.apiserverPort);
+      const proxy = await TcpProxyThread.start(cp.apiserverPort);
       proxies.push(proxy);
       const r = new Replica(name, proxy, cp.kubeconfigPath, args, o.logDir);
       replicas.push(r);
@@ -203,9 +208,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       restarts: replicas.reduce((n, r) => n + r.restarts, 0),
       conflicts,
       observed: { states: recorder.observations.length, kvcWrites, terms: recorder.terms.length },
+      harnessStallMaxMs: Math.round(stalls.max / 1e6),
       violations: dedupe(violations),
     };
   } finally {
+    stalls.disable();
     ac.abort();
     await Promise.all(replicas.map((r) => r.stop()));
     killAllKvc();
@@ -299,7 +306,8 @@ export function summarize(r: ChaosReport): string {
   const lines = [
     `seed ${r.seed}: ${r.claimsCreated} claims, ${r.movesDone} pod moves, ${r.faults.length} faults, ` +
       `${r.restarts} replica restarts, ${r.conflicts} second-writer conflicts, ${Math.round(r.durationMs / 1000)} s; ` +
-      `checked over ${r.observed.states} object states, ${r.observed.kvcWrites} kvc writes, ${r.observed.terms} lease terms`,
+      `checked over ${r.observed.states} object states, ${r.observed.kvcWrites} kvc writes, ${r.observed.terms} lease terms; ` +
+      `harness event loop blocked ${r.harnessStallMaxMs} ms at most`,
     "| fault | count | first write p50 / p99 (ms) | settled p50 / p99 (ms) |",
     "| --- | --- | --- | --- |",
   ];

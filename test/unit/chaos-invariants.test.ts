@@ -224,7 +224,10 @@ describe("chaos invariants over a recorded history", () => {
       terms,
     );
     assert.deepEqual(invariants(vs), ["two-writers"]);
-    assert.match(vs[0]!.message, /host_a wrote \(update .*\) in the term host_b acquired at/);
+    assert.match(
+      vs[0]!.message,
+      /host_a wrote \(update .*\) in the term host_b acquired at .*; its last Lease write was received 1000 ms before/,
+    );
     // Nobody writes before the first term.
     assert.deepEqual(invariants(oneWriterPerTerm([write("host_a", T0 - 1)], terms)), ["two-writers"]);
   });

@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { once } from "node:events";
 import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { Worker } from "node:worker_threads";
 import { TcpProxy } from "../support/tcp-proxy.js";
+import { TcpProxyThread } from "../support/tcp-proxy-thread.js";
 import { waitFor } from "../../src/util/wait.js";
 
 /* The partitions the chaos suite puts between a kvc replica and the apiserver, over an echo server. */
@@ -84,5 +86,75 @@ describe("TcpProxy partitions", () => {
     proxy.cut();
     await waitFor(() => c.closed, { timeoutMs: 5_000, what: "the connection to be cut" });
     await echoed(await client(), "again");
+  });
+});
+
+describe("TcpProxyThread", () => {
+  /** A server in a worker of its own that answers whatever arrives with the time it arrived. */
+  async function clockServer(): Promise<{ port: number; worker: Worker }> {
+    const worker = new Worker(
+      `const { createServer } = require("node:net");
+       const { parentPort } = require("node:worker_threads");
+       const server = createServer((s) => s.on("data", () => s.write(String(Date.now()))));
+       server.listen(0, "127.0.0.1", () => parentPort.postMessage(server.address().port));`,
+      { eval: true },
+    );
+    const [port] = (await once(worker, "message")) as [number];
+    return { port, worker };
+  }
+
+  test("relays on time while the main thread is blocked", async () => {
+    const server = await clockServer();
+    const proxy = await TcpProxyThread.start(server.port);
+    try {
+      const s = connect(proxy.port, "127.0.0.1");
+      await once(s, "connect");
+      const answer = once(s, "data");
+      s.write("when?");
+      // The main thread stalls (as a loaded test process's does) right after the write.
+      const blockedUntil = Date.now() + 1_000;
+      while (Date.now() < blockedUntil);
+      const arrivedAt = Number(String((await answer)[0]));
+      s.destroy();
+      assert.ok(
+        arrivedAt < blockedUntil,
+        `the bytes arrived ${arrivedAt - blockedUntil} ms after the stall ended`,
+      );
+    } finally {
+      await proxy.close();
+      await server.worker.terminate();
+    }
+  });
+
+  test("partitions, heals and cuts as TcpProxy does", async () => {
+    const server = await clockServer();
+    const proxy = await TcpProxyThread.start(server.port);
+    const sockets: Socket[] = [];
+    /** A connection, and its close (listened for from the start: a reset may close it at once). */
+    const open = async () => {
+      const s = connect(proxy.port, "127.0.0.1").on("error", () => {});
+      sockets.push(s);
+      const closed = new Promise((resolve) => s.on("close", resolve));
+      await once(s, "connect");
+      return { s, closed };
+    };
+    try {
+      await proxy.partition("drop");
+      await (
+        await open()
+      ).closed;
+      await proxy.heal();
+      const { s, closed } = await open();
+      const answer = once(s, "data");
+      s.write("now?");
+      await answer;
+      // Answered: the proxy relays it (a connection it has not yet accepted would not be cut).
+      await proxy.cut();
+      await closed;
+    } finally {
+      for (const s of sockets) s.destroy();
+      await proxy.close();
+      await server.worker.terminate();
+    }
   });
 });
