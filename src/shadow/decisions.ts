@@ -14,7 +14,9 @@ import {
   FINALIZER_EXTERNAL_PV_PROTECTION,
   FINALIZER_IN_TREE_PV_PROTECTION,
 } from "../persistentvolume/annotations.js";
+import { modifyDeletionFinalizers } from "../persistentvolume/csi-migration.js";
 import { PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER } from "../protection/finalizer.js";
+import { inTreeCsiMigration } from "../volume/csimigration/plugin-manager.js";
 
 /** What a decision is about, as issue 15 lists them. */
 export type DecisionKind =
@@ -61,17 +63,37 @@ const EVENT_SOURCES: Record<string, ControllerName> = {
   "attachdetach-controller": ATTACH_DETACH,
 };
 
-type Meta = { metadata?: { name?: string; namespace?: string; finalizers?: string[] } };
+type Meta = {
+  metadata?: { name?: string; namespace?: string; finalizers?: string[]; deletionTimestamp?: unknown };
+};
 
 function nameOf(o: Meta): string {
   const { name = "", namespace } = o.metadata ?? {};
   return namespace ? `${namespace}/${name}` : name;
 }
 
+/**
+ * Whether upstream's owner of `finalizer` removes it from `before` (anyone else may: a person, a
+ * cleanup script, an external provisioner after deleting its volume; that is no decision of the loops
+ * compared). The protection controllers remove theirs only from an object being deleted; the binder
+ * its in-tree finalizer once it deleted a released volume's storage, and either finalizer where the
+ * volume's reclaim policy or CSI migration says it does not belong (modifyDeletionFinalizers).
+ */
+function removedByOwner(finalizer: string, before: Meta & { status?: { phase?: string } }): boolean {
+  if (finalizer === PVC_PROTECTION_FINALIZER || finalizer === PV_PROTECTION_FINALIZER) {
+    return before.metadata?.deletionTimestamp != null;
+  }
+  const volume = before as V1PersistentVolume;
+  const released = volume.status?.phase === "Released" || volume.status?.phase === "Failed";
+  if (finalizer === FINALIZER_IN_TREE_PV_PROTECTION && released) return true;
+  const { finalizers } = modifyDeletionFinalizers(inTreeCsiMigration, volume);
+  return !(finalizers ?? []).includes(finalizer);
+}
+
 function removedFinalizers(resource: string, before: Meta, after: Meta | undefined): Decision[] {
   const kept = new Set(after?.metadata?.finalizers ?? []);
   return (before.metadata?.finalizers ?? [])
-    .filter((f) => !kept.has(f) && FINALIZER_OWNERS[f] !== undefined)
+    .filter((f) => !kept.has(f) && FINALIZER_OWNERS[f] !== undefined && removedByOwner(f, before))
     .map((f) => ({
       controller: FINALIZER_OWNERS[f] as ControllerName,
       kind: "finalizer-removal",

@@ -87,7 +87,11 @@ describe("shadow recordWrite", () => {
   test("a finalizer removed by merge patch: the patched object is the answer", () => {
     const protectedPV = {
       ...pv("pv-1", "1Gi"),
-      metadata: { name: "pv-1", finalizers: ["kubernetes.io/pv-protection"] },
+      metadata: {
+        name: "pv-1",
+        finalizers: ["kubernetes.io/pv-protection"],
+        deletionTimestamp: new Date("2026-01-01T00:00:00Z"),
+      },
     };
     const { decisions, response } = recordWrite(
       {
@@ -107,7 +111,10 @@ describe("shadow recordWrite", () => {
         ],
       ],
     );
-    assert.deepEqual((response.body as V1PersistentVolume).metadata, { name: "pv-1" });
+    assert.deepEqual((response.body as V1PersistentVolume).metadata, {
+      name: "pv-1",
+      deletionTimestamp: new Date("2026-01-01T00:00:00Z"),
+    });
   });
 
   test("VolumeAttachments created and deleted, node volumesAttached", () => {

@@ -1,0 +1,85 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import { claimDecisions, volumeDecisions } from "../../src/shadow/decisions.js";
+
+/* A finalizer's removal is a decision of the loop that owns it only where that loop removes it. */
+
+const DELETED_AT = new Date("2026-01-01T00:00:00Z");
+
+function claim(finalizers: string[], deleting: boolean): V1PersistentVolumeClaim {
+  return {
+    metadata: { name: "c", namespace: "ns", finalizers, ...(deleting && { deletionTimestamp: DELETED_AT }) },
+    spec: {},
+    status: { phase: "Bound" },
+  };
+}
+
+function volume(
+  finalizers: string[],
+  o: { provisioner?: string; policy?: string; phase?: string; deleting?: boolean },
+): V1PersistentVolume {
+  return {
+    metadata: {
+      name: "pv",
+      finalizers,
+      ...(o.provisioner && { annotations: { "pv.kubernetes.io/provisioned-by": o.provisioner } }),
+      ...(o.deleting && { deletionTimestamp: DELETED_AT }),
+    },
+    spec: { persistentVolumeReclaimPolicy: o.policy ?? "Delete" },
+    status: { phase: o.phase ?? "Bound" },
+  };
+}
+
+const removals = (ds: { kind: string; key: string }[]) =>
+  ds.filter((d) => d.kind === "finalizer-removal").map((d) => d.key);
+
+const without = <T extends { metadata?: { finalizers?: string[] } }>(o: T, f: string): T => ({
+  ...o,
+  metadata: { ...o.metadata, finalizers: (o.metadata?.finalizers ?? []).filter((x) => x !== f) },
+});
+
+describe("shadow decisions: finalizer removals", () => {
+  const PVC = "kubernetes.io/pvc-protection";
+  const PV = "kubernetes.io/pv-protection";
+  const IN_TREE = "kubernetes.io/pv-controller";
+  const EXTERNAL = "external-provisioner.volume.kubernetes.io/finalizer";
+
+  test("protection finalizers: only from an object being deleted", () => {
+    const deleting = claim([PVC], true);
+    assert.deepEqual(removals(claimDecisions(deleting, without(deleting, PVC))), [
+      `finalizer-removal pvc ns/c ${PVC}`,
+    ]);
+    // Stripped by hand (or a test's cleanup) before deleting: not the pvc-protection controller.
+    const live = claim([PVC], false);
+    assert.deepEqual(removals(claimDecisions(live, without(live, PVC))), []);
+    const pv = volume([PV], { deleting: true });
+    assert.deepEqual(removals(volumeDecisions(pv, without(pv, PV))), [`finalizer-removal pv pv ${PV}`]);
+    const livePV = volume([PV], {});
+    assert.deepEqual(removals(volumeDecisions(livePV, without(livePV, PV))), []);
+  });
+
+  test("the binder's in-tree finalizer: after deleting a released volume, or where it does not belong", () => {
+    const hostPath = "kubernetes.io/host-path";
+    const released = volume([IN_TREE], { provisioner: hostPath, phase: "Released", deleting: true });
+    assert.equal(removals(volumeDecisions(released, without(released, IN_TREE))).length, 1);
+    const retained = volume([IN_TREE], { provisioner: hostPath, policy: "Retain" });
+    assert.equal(removals(volumeDecisions(retained, without(retained, IN_TREE))).length, 1);
+    const migrated = volume([IN_TREE], { provisioner: "kubernetes.io/aws-ebs" });
+    assert.equal(removals(volumeDecisions(migrated, without(migrated, IN_TREE))).length, 1);
+    // A bound Delete volume keeps it: stripped by someone else.
+    const bound = volume([IN_TREE], { provisioner: hostPath });
+    assert.deepEqual(removals(volumeDecisions(bound, without(bound, IN_TREE))), []);
+  });
+
+  test("the external provisioner's finalizer: the binder removes it from in-tree volumes only", () => {
+    const external = volume([EXTERNAL], {
+      provisioner: "example.com/csi",
+      phase: "Released",
+      deleting: true,
+    });
+    assert.deepEqual(removals(volumeDecisions(external, without(external, EXTERNAL))), []);
+    const rolledBack = volume([EXTERNAL], { provisioner: "kubernetes.io/host-path" });
+    assert.equal(removals(volumeDecisions(rolledBack, without(rolledBack, EXTERNAL))).length, 1);
+  });
+});
