@@ -216,12 +216,17 @@ async function removeDeletionProtectionFinalizer(
   try {
     current = await ctx.api.getVolume(name);
   } catch (err) {
+    if (!isNotFound(err)) {
+      ctx.log.error({ volumeName: name, err }, "Error reading persistent volume");
+      throw err;
+    }
     // Deliberately unlike upstream, a PV that does not exist holds no finalizer: upstream fails here,
     // so cleaning up after a failed PV create always "fails", deletes the storage five times and
     // reports ProvisioningCleanupFailed although the storage is gone.
-    if (isNotFound(err)) return;
-    ctx.log.error({ volumeName: name, err }, "Error reading persistent volume");
-    throw err;
+    if (!ctx.options.shadow) return;
+    // Shadow mode: gone because KCM removed the finalizer first. kvc's removal, from the version it
+    // deleted, is still its decision to compare (the recorder answers it as the apiserver would: 404).
+    current = volume;
   }
   const finalizers = current.metadata?.finalizers ?? [];
   if (!finalizers.includes(FINALIZER_IN_TREE_PV_PROTECTION)) return;
@@ -234,6 +239,7 @@ async function removeDeletionProtectionFinalizer(
   try {
     saved = await ctx.api.updateVolume(clone);
   } catch (err) {
+    if (ctx.options.shadow && isNotFound(err)) return;
     throw new Error(`persistent volume controller can't update finalizer: ${errorMessage(err)}`, {
       cause: err,
     });

@@ -14,7 +14,7 @@ import {
   FINALIZER_EXTERNAL_PV_PROTECTION,
   FINALIZER_IN_TREE_PV_PROTECTION,
 } from "../persistentvolume/annotations.js";
-import { modifyDeletionFinalizers } from "../persistentvolume/csi-migration.js";
+import { IN_TREE_PLUGIN_PREFIX, modifyDeletionFinalizers } from "../persistentvolume/csi-migration.js";
 import { PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER } from "../protection/finalizer.js";
 import { inTreeCsiMigration } from "../volume/csimigration/plugin-manager.js";
 
@@ -109,8 +109,20 @@ function phase(resource: string, before: string | undefined, after: string | und
 }
 
 /**
+ * Whether the binder itself creates the volumes of `provisioner`: an in-tree plugin not migrated to
+ * CSI. Other volumes are created by an external provisioner; the binder's decision was the hand-off.
+ */
+function provisionedInTree(provisioner: string): boolean {
+  return (
+    provisioner.startsWith(IN_TREE_PLUGIN_PREFIX) &&
+    inTreeCsiMigration.migratedDriver(provisioner) === undefined
+  );
+}
+
+/**
  * The binder's decisions in a PV's change (undefined before: created; undefined after: deleted).
- * A PV's creation counts only when provisioned (a user's PV is no decision); its claimRef naming a
+ * A PV's creation counts only when the binder provisioned it (a user's or an external provisioner's
+ * PV is no decision of the binder); its claimRef naming a
  * claim is the claim's binding, as the claim's volumeName is: the same decision seen twice.
  */
 export function volumeDecisions(
@@ -122,7 +134,7 @@ export function volumeDecisions(
   if (!before) {
     const provisioner = after?.metadata?.annotations?.[ANN_DYNAMICALLY_PROVISIONED];
     const claim = after?.spec?.claimRef;
-    if (provisioner && claim) {
+    if (provisioner && claim && provisionedInTree(provisioner)) {
       out.push({
         controller: BINDER,
         kind: "provisioning",

@@ -16,7 +16,7 @@ import { isNotFound } from "../../src/runtime/api-errors.js";
 import { waitFor } from "../../src/util/wait.js";
 import { startKvc } from "../support/kvc-process.js";
 import { ExplainCheck } from "./explain-check.js";
-import { SHADOW_ENABLED, ShadowCheck } from "./shadow-check.js";
+import { SHADOW_ENABLED, ShadowCheck, type ShadowVerdict } from "./shadow-check.js";
 import { WriteLog, type Collection, type Write } from "./write-log.js";
 
 /**
@@ -156,6 +156,8 @@ export class ConformanceRunner {
   #seq = 0;
   /** The reference side's `kvc run --shadow` beside KCM (shadow-check.ts). */
   shadow: ShadowCheck | undefined;
+  /** Its verdict on the last scenario, taken before the cleanup (or why there is none). */
+  shadowVerdict: ShadowVerdict | Error | undefined;
 
   constructor(impl: Implementation) {
     this.#impl = impl;
@@ -257,7 +259,10 @@ export class ConformanceRunner {
       return snapshot;
     } finally {
       await run.handover?.close().catch(() => undefined);
+      this.shadowVerdict = await this.shadow?.verdict().catch((err: unknown) => err as Error);
       const scheduled = await this.#cleanup(run.ns);
+      // What the shadow saw of the cleanup is the runner's doing, not KCM's: a fresh shadow follows.
+      await this.shadow?.discard();
       // A pod on a node leaves attach/detach memory behind: deleted after its claim and PV, it cannot
       // be resolved to its volume, so it stays in the desired state (upstream ProcessPodVolumes too)
       // and its volume "attached" in the actual state until the populator's pass a minute later. A
@@ -265,6 +270,7 @@ export class ConformanceRunner {
       // the 60 s verification, at a moment set by the process's start: `random seed 1007` after 1006
       // failed so. A restart starts the next scenario from what the API holds, on both sides.
       if (scheduled || this.#running?.impl !== this.#impl) await this.#switchTo(this.#impl);
+      else await this.shadow?.start();
     }
   }
 

@@ -77,7 +77,23 @@ export class ShadowCheck {
     await p.exited;
   }
 
-  /** After a scenario (its cleanup done): the decisions compared and the shadow's writes since the last. */
+  /**
+   * Stops the shadow at once, forgetting what it decided since the last verdict: the runner's cleanup
+   * (finalizers stripped, objects deleted in its own order) is no decision of KCM's to compare. The
+   * audit log is still read at the next verdict: a write is a write. start() runs a fresh one.
+   */
+  async discard(): Promise<void> {
+    const p = this.#process;
+    this.#process = undefined;
+    this.#base = new Map();
+    this.#carried = { counts: new Map(), disagreements: [] };
+    this.#since = new Date();
+    if (!p) return;
+    p.child.kill("SIGTERM");
+    await p.exited;
+  }
+
+  /** After a scenario (before its cleanup): the decisions compared and the shadow's writes since the last. */
   async verdict(): Promise<ShadowVerdict> {
     const s = this.#process && (await this.#settled());
     const counts = add(this.#carried.counts, s ? minus(countsOf(s), this.#base) : new Map<string, number>());

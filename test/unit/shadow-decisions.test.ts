@@ -83,3 +83,19 @@ describe("shadow decisions: finalizer removals", () => {
     assert.equal(removals(volumeDecisions(rolledBack, without(rolledBack, EXTERNAL))).length, 1);
   });
 });
+
+describe("shadow decisions: provisioning", () => {
+  const created = (provisioner: string): V1PersistentVolume => ({
+    metadata: { name: "pv", annotations: { "pv.kubernetes.io/provisioned-by": provisioner } },
+    spec: { claimRef: { namespace: "ns", name: "c" } },
+  });
+  test("a volume the binder created is its decision; an external provisioner's is not", () => {
+    assert.deepEqual(
+      volumeDecisions(undefined, created("kubernetes.io/host-path")).map((d) => `${d.key}=${d.value}`),
+      ["provisioning pvc ns/c=provisioned by kubernetes.io/host-path"],
+    );
+    assert.deepEqual(volumeDecisions(undefined, created("example.com/csi")), []);
+    // Migrated to CSI: its external provisioner creates the volume.
+    assert.deepEqual(volumeDecisions(undefined, created("kubernetes.io/aws-ebs")), []);
+  });
+});
