@@ -122,8 +122,8 @@ function provisionedInTree(provisioner: string): boolean {
 /**
  * The binder's decisions in a PV's change (undefined before: created; undefined after: deleted).
  * A PV's creation counts only when the binder provisioned it (a user's or an external provisioner's
- * PV is no decision of the binder); its claimRef naming a
- * claim is the claim's binding, as the claim's volumeName is: the same decision seen twice.
+ * PV is no decision of the binder); its claimRef naming a claim is the claim's binding, as the
+ * claim's volumeName is: the same decision seen twice.
  */
 export function volumeDecisions(
   before: V1PersistentVolume | undefined,
