@@ -72,9 +72,7 @@ export class ShadowCheck {
     const s = await this.#settled();
     this.#carried.counts = add(this.#carried.counts, minus(countsOf(s), this.#base));
     this.#carried.disagreements.push(...this.#newDisagreements(s));
-    this.#process = undefined;
-    p.child.kill("SIGTERM");
-    await p.exited;
+    await this.#end();
   }
 
   /**
@@ -83,11 +81,16 @@ export class ShadowCheck {
    * audit log is still read at the next verdict: a write is a write. start() runs a fresh one.
    */
   async discard(): Promise<void> {
-    const p = this.#process;
-    this.#process = undefined;
     this.#base = new Map();
     this.#carried = { counts: new Map(), disagreements: [] };
     this.#since = new Date();
+    await this.#end();
+  }
+
+  /** Terminates the running shadow, if any. */
+  async #end(): Promise<void> {
+    const p = this.#process;
+    this.#process = undefined;
     if (!p) return;
     p.child.kill("SIGTERM");
     await p.exited;

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import {
+  FINALIZER_EXTERNAL_PV_PROTECTION,
+  FINALIZER_IN_TREE_PV_PROTECTION,
+} from "../../src/persistentvolume/annotations.js";
+import { PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER } from "../../src/protection/finalizer.js";
 import { claimDecisions, volumeDecisions } from "../../src/shadow/decisions.js";
 
 /* A finalizer's removal is a decision of the loop that owns it only where that loop removes it. */
@@ -40,10 +45,10 @@ const without = <T extends { metadata?: { finalizers?: string[] } }>(o: T, f: st
 });
 
 describe("shadow decisions: finalizer removals", () => {
-  const PVC = "kubernetes.io/pvc-protection";
-  const PV = "kubernetes.io/pv-protection";
-  const IN_TREE = "kubernetes.io/pv-controller";
-  const EXTERNAL = "external-provisioner.volume.kubernetes.io/finalizer";
+  const PVC = PVC_PROTECTION_FINALIZER;
+  const PV = PV_PROTECTION_FINALIZER;
+  const IN_TREE = FINALIZER_IN_TREE_PV_PROTECTION;
+  const EXTERNAL = FINALIZER_EXTERNAL_PV_PROTECTION;
 
   test("protection finalizers: only from an object being deleted", () => {
     const deleting = claim([PVC], true);
