@@ -79,6 +79,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
           volumeAttachments: ctx.clients.storage,
           volumeAttachmentLister: ctx.informers.volumeAttachments().store,
           csiDrivers: ctx.informers.csiDrivers().store,
+          shadow: ctx.config.shadow !== undefined, // shadow mode
         },
       }),
     );

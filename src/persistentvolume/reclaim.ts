@@ -68,14 +68,18 @@ export async function reclaimVolume(ctx: BinderContext, volume: V1PersistentVolu
  */
 async function stillReleased(
   ctx: BinderContext,
-  name: string,
+  volume: V1PersistentVolume,
   what: string,
 ): Promise<V1PersistentVolume | undefined> {
+  const name = volume.metadata?.name ?? "";
   let current: V1PersistentVolume;
   try {
     current = await ctx.api.getVolume(name);
   } catch (err) {
     ctx.log.debug({ volumeName: name, err }, "Error reading persistent volume");
+    // Shadow mode: gone because KCM reclaimed it first. kvc's reclaim of the version it synced is
+    // still its decision to compare (the recorder answers its writes as the apiserver would: 404).
+    if (ctx.options.shadow && isNotFound(err)) return volume;
     return undefined;
   }
   if (!isVolumeReleased(ctx, current)) {
@@ -88,7 +92,7 @@ async function stillReleased(
 /** Recycles a released volume. Failures are reported on the volume, not thrown: the next sync retries. */
 async function recycleVolumeOperation(ctx: BinderContext, volume: V1PersistentVolume): Promise<void> {
   const name = volume.metadata?.name ?? "";
-  const current = await stillReleased(ctx, name, "recycling");
+  const current = await stillReleased(ctx, volume, "recycling");
   if (!current) return;
   const pods = podsUsingVolume(ctx, current);
   // A cached claim of that name is a new claim (this volume is released), using another volume.
@@ -163,7 +167,7 @@ async function deleteVolumeOperation(ctx: BinderContext, volume: V1PersistentVol
     ctx.log.debug({ volumeName: name }, "External deleter for volume requested, ignoring");
     return;
   }
-  const current = await stillReleased(ctx, name, "deletion");
+  const current = await stillReleased(ctx, volume, "deletion");
   if (!current) return;
   try {
     await doDeleteVolume(ctx, plugin, volume);

@@ -106,6 +106,11 @@ async function findClaim(
   if (!claim && phase !== VolumePhase.Released && phase !== VolumePhase.Failed) {
     claim = ctx.claimInformer.get(key) ?? (await getClaimFromApi(ctx, namespace, name));
   }
+  if (claim && ctx.options.shadow && (phase === VolumePhase.Released || phase === VolumePhase.Failed)) {
+    // Shadow mode: KCM released the volume on its claim's deletion, which the claim informer may not
+    // have delivered yet: marking it Bound again would be no decision of kvc's. The API says.
+    claim = await getClaimFromApi(ctx, namespace, name);
+  }
   if (claim && claim.metadata?.uid !== uid) {
     ctx.log.debug(
       { PVC: { namespace, name } },

@@ -41,6 +41,7 @@ export interface CurrentObjects {
   volume(name: string): V1PersistentVolume | undefined;
   volumes(): readonly V1PersistentVolume[];
   claim(namespace: string, name: string): V1PersistentVolumeClaim | undefined;
+  /** In shadow mode, with the volumesAttached kvc last reported, where it reported one (ShadowMode). */
   node(name: string): V1Node | undefined;
   volumeAttachment(name: string): V1VolumeAttachment | undefined;
   /**
@@ -133,16 +134,32 @@ export function recordWrite(
   const body = parseBody(req.body);
   const method = req.method.toUpperCase();
   if (!target) return { decisions: [], confirmations: [], response: { status: 200, body: body ?? {} } };
+  if (method === "POST") {
+    const name = (body?.metadata as { name?: unknown } | undefined)?.name;
+    if (typeof name === "string" && existing({ ...target, name }, current)) {
+      // The apiserver's AlreadyExists: KCM created it first (the names kvc creates are deterministic:
+      // a VolumeAttachment's, a provisioned PV's). What the create states can only confirm KCM's.
+      const confirmations = decisionsOf(target, undefined, created(body ?? {}, target.namespace), current);
+      return { decisions: [], confirmations, response: { status: 409, body: alreadyExists(target, name) } };
+    }
+  }
   const before = beforeOf(target, current);
   const sent = (method === "PUT" || method === "PATCH") && versionOf(body);
   const gone = before === undefined && INFORMED.has(target.resource);
+  const key = target.namespace === undefined ? target.name : `${target.namespace}/${target.name ?? ""}`;
+  if (method === "DELETE" && gone) {
+    // Deleted already (KCM reclaimed it first): kvc's deletion of the last version the informers had
+    // can only confirm KCM's. The apiserver's 404.
+    const last = current.earlier?.(target.resource, key ?? "", "deleted");
+    const confirmations = last ? decisionsOf(target, notDeleting(last), undefined, current) : [];
+    return { decisions: [], confirmations, response: { status: 404, body: notFound(target) } };
+  }
   if (sent && (gone || isStale(body, before))) {
     // Written from an older version than the informers hold (KCM wrote since, or deleted it). What
     // the write would have done to the version it was made from can only confirm what KCM did to that
     // version. It succeeds (not the apiserver's 409), so that kvc carries on from its version as
     // after its own write: a binding goes on to its phases, each confirming KCM's in turn. To a
     // deleted object it is the apiserver's 404: nothing follows.
-    const key = target.namespace === undefined ? target.name : `${target.namespace}/${target.name ?? ""}`;
     const base = current.earlier?.(target.resource, key ?? "", sent) ?? { metadata: { name: target.name } };
     const after = method === "PUT" ? body : (mergePatch(base, body ?? {}) as Record<string, unknown>);
     const confirmations = decisionsOf(target, base, after, current);
@@ -233,6 +250,33 @@ function notFound(t: Target) {
     message: `${t.resource} "${t.name ?? ""}" not found`,
     details: { name: t.name, kind: t.resource },
   };
+}
+
+function alreadyExists(t: Target, name: string) {
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    status: "Failure",
+    reason: "AlreadyExists",
+    code: 409,
+    message: `${t.resource} "${name}" already exists`,
+    details: { name, kind: t.resource },
+  };
+}
+
+/** Whether the informers hold the object `t` names. */
+function existing(t: Target, current: CurrentObjects): boolean {
+  if (t.name === undefined) return false;
+  switch (t.resource) {
+    case "volumeattachments":
+      return current.volumeAttachment(t.name) !== undefined;
+    case "persistentvolumes":
+    case "persistentvolumeclaims":
+    case "nodes":
+      return beforeOf(t, current) !== undefined;
+    default:
+      return false;
+  }
 }
 
 function beforeOf(t: Target, current: CurrentObjects): unknown {

@@ -1,4 +1,4 @@
-import type { CoreV1Event, KubernetesObject } from "@kubernetes/client-node";
+import type { CoreV1Event, KubernetesObject, V1AttachedVolume, V1Node } from "@kubernetes/client-node";
 import { LRUCache } from "lru-cache";
 import { Counter, type Registry } from "prom-client";
 import type { ControllerName } from "../app/controller-names.js";
@@ -15,7 +15,13 @@ import {
   volumeDecisions,
   type Decision,
 } from "./decisions.js";
-import { recordWrite, type CurrentObjects, type RecordedResponse, type WriteRequest } from "./recorder.js";
+import {
+  parseTarget,
+  recordWrite,
+  type CurrentObjects,
+  type RecordedResponse,
+  type WriteRequest,
+} from "./recorder.js";
 
 export interface ShadowOptions {
   clock: Clock;
@@ -73,6 +79,12 @@ export class ShadowMode {
   #current: CurrentObjects | undefined;
   /** Versions the informers replaced or deleted, recent ones (shadow writes made from them: recorder). */
   readonly #earlier = new LRUCache<string, KubernetesObject>({ max: 10_000 });
+  /**
+   * Per node, the volumesAttached kvc last reported. Its next report is compared with this, not with
+   * the node as KCM left it: KCM reporting a detach first must not turn kvc's unchanged report into
+   * an "attached", nor swallow kvc's own detach when it comes.
+   */
+  readonly #reported = new LRUCache<string, V1AttachedVolume[]>({ max: 10_000 });
 
   constructor(o: ShadowOptions) {
     this.#o = o;
@@ -136,6 +148,7 @@ export class ShadowMode {
     // A node deleted: what either side would still report in its status is moot.
     nodes.addEventHandler({
       onDelete: (node: KubernetesObject) => {
+        this.#reported.delete(objectKey(node));
         this.#comparator.forget(`volumes-attached node ${objectKey(node)} `);
       },
     });
@@ -148,7 +161,14 @@ export class ShadowMode {
       volume: (name) => pvs.store.get(name),
       volumes: () => pvs.store.list(),
       claim: (namespace, name) => pvcs.store.get(`${namespace}/${name}`),
-      node: (name) => nodes.store.get(name),
+      node: (name) => {
+        const node = nodes.store.get(name);
+        const reported = this.#reported.get(name);
+        if (!node || !reported) return node;
+        const copy = structuredClone(node); // the informer's objects are frozen
+        (copy.status ??= {}).volumesAttached = reported;
+        return copy;
+      },
       volumeAttachment: (name) => vas.store.get(name),
       earlier: (resource, key, resourceVersion) =>
         this.#earlier.get(`${resource} ${key} ${resourceVersion}`) ??
@@ -166,6 +186,15 @@ export class ShadowMode {
       volumeAttachment: () => undefined,
     };
     const { decisions, confirmations, response } = recordWrite(req, this.#current ?? none);
+    const target = parseTarget(req.path);
+    if (
+      target?.resource === "nodes" &&
+      target.subresource === "status" &&
+      target.name &&
+      response.status === 200
+    ) {
+      this.#reported.set(target.name, (response.body as V1Node).status?.volumesAttached ?? []);
+    }
     for (const d of decisions) if (this.#o.controllers.has(d.controller)) this.#comparator.intended(d);
     for (const d of confirmations) if (this.#o.controllers.has(d.controller)) this.#comparator.confirmed(d);
     return response;

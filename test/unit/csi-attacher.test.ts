@@ -191,6 +191,20 @@ describe("CSI attach", () => {
     api.createError = new Error("no write expected");
     assert.equal(await plugin(api).newAttacher().attach(csiSpec(), NODE), "");
     assert.equal(api.created.length, 1);
+    // In shadow mode the create is still sent: it is kvc's decision to compare (answered 409 there).
+    api.createError = undefined;
+    const shadow = new CSIPlugin({
+      volumeAttachments: api,
+      volumeAttachmentLister: api.lister,
+      csiDrivers: drivers(),
+      timeoutMs: 2_000,
+      shadow: true,
+    });
+    let sent = 0;
+    const create = api.createVolumeAttachment.bind(api);
+    api.createVolumeAttachment = (req) => (sent++, create(req));
+    assert.equal(await shadow.newAttacher().attach(csiSpec(), NODE), "");
+    assert.equal(sent, 1);
   });
 
   test("a migrated inline volume's VolumeAttachment carries its translated spec, a PV's its name", async () => {

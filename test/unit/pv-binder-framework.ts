@@ -625,6 +625,8 @@ export interface Environment {
   pods?: V1Pod[];
   nodes?: V1Node[];
   enableDynamicProvisioning?: boolean;
+  /** Shadow mode (src/shadow). */
+  shadow?: boolean;
 }
 
 /** A controller over a fake API, with what the test reads back. */
@@ -674,6 +676,7 @@ export class Harness {
       options: {
         enableDynamicProvisioning: env.enableDynamicProvisioning ?? true,
         provisionRetryIntervalMs: 10_000,
+        ...(env.shadow && { shadow: true }),
       },
       ...(test.migration ? { migration: test.migration } : {}),
       ...(beforeOperation

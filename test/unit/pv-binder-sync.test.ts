@@ -14,6 +14,7 @@ import {
   newClaim,
   newVolume,
   runSyncTest,
+  claimKeyOf,
   storageClass,
   withAccessModes,
   withAnnotation,
@@ -1029,4 +1030,26 @@ describe("PV binder: TestSync (sets 1-4, 13)", () => {
 
 describe("PV binder: TestSyncBlockVolume (set 14)", () => {
   for (const t of blockTests) test(t.name, () => runSyncTest(t).then(() => undefined));
+});
+
+describe("PV binder in shadow mode", () => {
+  // KCM released the volume on its claim's deletion; the claim informer has not delivered it yet.
+  const released = newVolume("volume-s", "10Gi", "uid-s", "claim-s", "Released", "Retain", "");
+  const claim = newClaim("claim-s", "uid-s", "10Gi", "volume-s", "Bound", undefined, BC);
+  test("a released volume whose claim is cached but gone stays Released", () =>
+    runSyncTest(
+      {
+        name: "shadow: cached claim of a released volume",
+        initialVolumes: [released],
+        expectedVolumes: [released],
+        initialClaims: [claim],
+        expectedClaims: [],
+        expectedEvents: [],
+        test: async (h) => {
+          h.api.claims.delete(claimKeyOf(claim));
+          await h.ctrl.syncVolume(structuredClone(released));
+        },
+      },
+      { shadow: true },
+    ).then(() => undefined));
 });

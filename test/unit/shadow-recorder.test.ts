@@ -275,6 +275,42 @@ describe("shadow recordWrite", () => {
     );
   });
 
+  test("KCM was first: a create of what exists is AlreadyExists, a delete of what is gone NotFound; both only confirm", () => {
+    const va: V1VolumeAttachment = {
+      metadata: { name: "csi-123" },
+      spec: { attacher: "hostpath.csi.k8s.io", nodeName: "node-1", source: { persistentVolumeName: "pv-1" } },
+    };
+    const create = recordWrite(
+      { method: "POST", path: "/apis/storage.k8s.io/v1/volumeattachments", body: JSON.stringify(va) },
+      objects([], { va }),
+    );
+    assert.equal(create.response.status, 409);
+    assert.equal((create.response.body as { reason: string }).reason, "AlreadyExists");
+    assert.deepEqual(create.decisions, []);
+    assert.deepEqual(
+      create.confirmations.map((d) => `${d.key}=${d.value}`),
+      ["volume-attachment csi-123=created hostpath.csi.k8s.io pv-1 on node-1"],
+    );
+    // The reclaim's deletion of a PV KCM deleted already: confirmed from the last version seen.
+    const last: V1PersistentVolume = {
+      metadata: { name: "pv-1", resourceVersion: "8", deletionTimestamp: new Date() },
+      spec: { persistentVolumeReclaimPolicy: "Delete" },
+      status: { phase: "Released" },
+    };
+    const earlier = (resource: string, key: string, version: string) =>
+      resource === "persistentvolumes" && key === "pv-1" && version === "deleted" ? last : undefined;
+    const del = recordWrite(
+      { method: "DELETE", path: "/api/v1/persistentvolumes/pv-1", body: undefined },
+      { ...objects([]), earlier },
+    );
+    assert.equal(del.response.status, 404);
+    assert.deepEqual(del.decisions, []);
+    assert.deepEqual(
+      del.confirmations.map((d) => `${d.key}=${d.value}`),
+      ["reclaim pv pv-1=delete"],
+    );
+  });
+
   test("a user's deletion of a PV is no reclaim, whatever phase it ends in", () => {
     const volume = (phase: string, policy: string, deleting = false): V1PersistentVolume => ({
       metadata: { name: "pv-1", ...(deleting && { deletionTimestamp: new Date() }) },

@@ -24,6 +24,11 @@ export interface CSIAttacherOptions {
   /** How long attach and detach wait for the external-attacher. */
   timeoutMs: number;
   clock: Clock;
+  /**
+   * Shadow mode (src/shadow): the create is sent even when the cache holds the attachment, which
+   * there is KCM's: kvc's decision to attach is still what is compared (the recorder answers 409).
+   */
+  shadow?: boolean | undefined;
 }
 
 // Upstream's status polling: 500 ms growing 5% per check up to 7 s, plus up to 10% jitter.
@@ -69,7 +74,7 @@ export class CSIAttacher implements Attacher, Detacher {
     };
     // Known to the cache: no write at all (upstream). Otherwise create; the name is a hash of handle,
     // driver and node, so an existing object is this very attachment.
-    if (!this.#options.lister.get(name)) {
+    if (this.#options.shadow || !this.#options.lister.get(name)) {
       try {
         await this.#options.api.createVolumeAttachment({ body });
       } catch (err) {

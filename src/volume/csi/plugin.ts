@@ -19,6 +19,8 @@ export interface CSIPluginOptions {
   /** How long attach and detach wait for the external-attacher (default 2 min, upstream csiTimeout). */
   timeoutMs?: number | undefined;
   clock?: Clock | undefined;
+  /** Shadow mode (src/shadow): see CSIAttacherOptions.shadow. */
+  shadow?: boolean | undefined;
 }
 
 const CSI_TIMEOUT_MS = 2 * 60_000;
@@ -40,6 +42,7 @@ export class CSIPlugin implements AttachableVolumePlugin {
       attachRequired: (driver) => this.#attachRequired(driver),
       timeoutMs: options.timeoutMs ?? CSI_TIMEOUT_MS,
       clock: options.clock ?? realClock,
+      shadow: options.shadow,
     });
   }
 
