@@ -1052,4 +1052,23 @@ describe("PV binder in shadow mode", () => {
       },
       { shadow: true },
     ).then(() => undefined));
+  // KCM bound the claim to a PV it created; the PV informer has not delivered the PV yet.
+  const created = withAnnotation(
+    newVolume("volume-p", "10Gi", "uid-p", "claim-p", "Bound", "Delete", "", BbC),
+    ANN_SKIP_LOCAL_STORE,
+  );
+  const bound = newClaim("claim-p", "uid-p", "10Gi", "volume-p", "Bound", undefined, BC, BbC);
+  test("a bound claim whose volume is not cached yet reads it from the API: not lost", () =>
+    runSyncTest(
+      {
+        name: "shadow: claim bound to a volume not yet cached",
+        initialVolumes: [created],
+        expectedVolumes: [created],
+        initialClaims: [bound],
+        expectedClaims: [bound],
+        expectedEvents: [],
+        test: "syncClaim",
+      },
+      { shadow: true },
+    ).then(() => undefined));
 });
