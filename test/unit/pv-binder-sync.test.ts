@@ -1053,8 +1053,15 @@ describe("PV binder in shadow mode", () => {
       { shadow: true },
     ).then(() => undefined));
   // KCM bound the claim to a PV it created; the PV informer has not delivered the PV yet.
-  const created = withAnnotation(
-    newVolume("volume-p", "10Gi", "uid-p", "claim-p", "Bound", "Delete", "", BbC),
+  const created = newVolume(
+    "volume-p",
+    "10Gi",
+    "uid-p",
+    "claim-p",
+    "Bound",
+    "Delete",
+    "",
+    BbC,
     ANN_SKIP_LOCAL_STORE,
   );
   const bound = newClaim("claim-p", "uid-p", "10Gi", "volume-p", "Bound", undefined, BC, BbC);
