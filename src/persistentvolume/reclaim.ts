@@ -232,6 +232,11 @@ async function removeDeletionProtectionFinalizer(
     // deleted, is still its decision to compare (the recorder answers it as the apiserver would: 404).
     current = volume;
   }
+  const holds = (v: V1PersistentVolume) =>
+    (v.metadata?.finalizers ?? []).includes(FINALIZER_IN_TREE_PV_PROTECTION);
+  // Shadow mode: KCM removed it first (another finalizer still holds the PV). kvc's removal, from
+  // the version it deleted, is still its decision (the recorder's answer to a stale write confirms).
+  if (ctx.options.shadow && !holds(current) && holds(volume)) current = volume;
   const finalizers = current.metadata?.finalizers ?? [];
   if (!finalizers.includes(FINALIZER_IN_TREE_PV_PROTECTION)) return;
   const clone = structuredClone(current);
