@@ -1,5 +1,5 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
-import { errorMessage, isNotFound } from "../runtime/api-errors.js";
+import { errorMessage, unlessNotFound } from "../runtime/api-errors.js";
 import { objectRef } from "../runtime/logger.js";
 import { compareQuantities, quoteQuantity, ZERO_QUANTITY } from "../util/quantity.js";
 import {
@@ -195,8 +195,11 @@ export async function syncBoundClaim(ctx: BinderContext, claim: V1PersistentVolu
     });
     return;
   }
+  // Shadow mode: KCM bound the claim to a PV it just created, and the claim informer may deliver that
+  // before the PV informer delivers the PV: the API says whether the claim is lost.
   const volume =
-    ctx.cache.getVolume(volumeName) ?? (ctx.options.shadow ? await liveVolume(ctx, volumeName) : undefined);
+    ctx.cache.getVolume(volumeName) ??
+    (ctx.options.shadow ? await unlessNotFound(ctx.api.getVolume(volumeName)) : undefined);
   if (!volume) {
     await updateClaimStatusWithEvent(ctx, claim, ClaimPhase.Lost, undefined, {
       type: "Warning",
@@ -218,19 +221,6 @@ export async function syncBoundClaim(ctx: BinderContext, claim: V1PersistentVolu
     reason: EventReason.ClaimMisbound,
     message: "Two claims are bound to the same volume, this one is bound incorrectly",
   });
-}
-
-/**
- * Shadow mode: the volume as the API has it. KCM bound the claim to a PV it just created, and the
- * claim informer may deliver that before the PV informer delivers the PV: the claim is not lost.
- */
-async function liveVolume(ctx: BinderContext, name: string): Promise<V1PersistentVolume | undefined> {
-  try {
-    return await ctx.api.getVolume(name);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
 }
 
 /**

@@ -216,7 +216,7 @@ async function removeDeletionProtectionFinalizer(
   volume: V1PersistentVolume,
 ): Promise<void> {
   const name = volume.metadata?.name ?? "";
-  let current: V1PersistentVolume;
+  let current: V1PersistentVolume | undefined;
   try {
     current = await ctx.api.getVolume(name);
   } catch (err) {
@@ -227,18 +227,15 @@ async function removeDeletionProtectionFinalizer(
     // Deliberately unlike upstream, a PV that does not exist holds no finalizer: upstream fails here,
     // so cleaning up after a failed PV create always "fails", deletes the storage five times and
     // reports ProvisioningCleanupFailed although the storage is gone.
-    if (!ctx.options.shadow) return;
-    // Shadow mode: gone because KCM removed the finalizer first. kvc's removal, from the version it
-    // deleted, is still its decision to compare (the recorder answers it as the apiserver would: 404).
-    current = volume;
   }
-  const holds = (v: V1PersistentVolume) =>
-    (v.metadata?.finalizers ?? []).includes(FINALIZER_IN_TREE_PV_PROTECTION);
-  // Shadow mode: KCM removed it first (another finalizer still holds the PV). kvc's removal, from
-  // the version it deleted, is still its decision (the recorder's answer to a stale write confirms).
-  if (ctx.options.shadow && !holds(current) && holds(volume)) current = volume;
+  const holds = (v: V1PersistentVolume | undefined) =>
+    (v?.metadata?.finalizers ?? []).includes(FINALIZER_IN_TREE_PV_PROTECTION);
+  // Shadow mode: KCM removed the finalizer first (the PV is gone, or another finalizer holds it).
+  // kvc's removal, from the version it deleted, is still its decision to compare (the recorder
+  // answers it as the apiserver would: a stale write confirms KCM's, one to a gone PV is a 404).
+  if (ctx.options.shadow && !holds(current)) current = volume;
+  if (!current || !holds(current)) return;
   const finalizers = current.metadata?.finalizers ?? [];
-  if (!finalizers.includes(FINALIZER_IN_TREE_PV_PROTECTION)) return;
   const clone = structuredClone(current);
   setFinalizers(
     clone,

@@ -1,5 +1,5 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
-import { errorMessage, isNotFound } from "../runtime/api-errors.js";
+import { errorMessage, unlessNotFound } from "../runtime/api-errors.js";
 import {
   ANN_BOUND_BY_CONTROLLER,
   ANN_DYNAMICALLY_PROVISIONED,
@@ -104,36 +104,23 @@ async function findClaim(
   let claim = ctx.cache.getClaim(key);
   const phase = volume.status?.phase;
   if (!claim && phase !== VolumePhase.Released && phase !== VolumePhase.Failed) {
-    claim = ctx.claimInformer.get(key) ?? (await getClaimFromApi(ctx, namespace, name));
+    claim = ctx.claimInformer.get(key) ?? (await unlessNotFound(ctx.api.getClaim(namespace, name)));
   }
   if (claim && ctx.options.shadow && (phase === VolumePhase.Released || phase === VolumePhase.Failed)) {
     // Shadow mode: KCM released the volume on its claim's deletion, which the claim informer may not
     // have delivered yet: marking it Bound again would be no decision of kvc's. The API says.
-    claim = await getClaimFromApi(ctx, namespace, name);
+    claim = await unlessNotFound(ctx.api.getClaim(namespace, name));
   }
   if (claim && claim.metadata?.uid !== uid) {
     ctx.log.debug(
       { PVC: { namespace, name } },
       "Maybe cached claim is not the newest one, we should fetch it from apiserver",
     );
-    claim = await getClaimFromApi(ctx, namespace, name);
+    claim = await unlessNotFound(ctx.api.getClaim(namespace, name));
     // Still another UID: the claim was deleted and re-created under the same name.
     if (claim && claim.metadata?.uid !== uid) claim = undefined;
   }
   return claim;
-}
-
-async function getClaimFromApi(
-  ctx: BinderContext,
-  namespace: string,
-  name: string,
-): Promise<V1PersistentVolumeClaim | undefined> {
-  try {
-    return await ctx.api.getClaim(namespace, name);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
 }
 
 /** Saves migrated-to and the deletion-protection finalizers if they need fixing; answers the current volume. */

@@ -45,6 +45,16 @@ export function isNotFound(err: unknown): boolean {
   return apiStatus(err)?.code === 404;
 }
 
+/** The object `read` answers, or undefined where it does not exist (404); other errors are thrown. */
+export async function unlessNotFound<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
 /** 409 with reason AlreadyExists: a create found the name taken. */
 export function isAlreadyExists(err: unknown): boolean {
   const s = apiStatus(err);

@@ -35,6 +35,11 @@ function objects(volumes: V1PersistentVolume[], more: { node?: V1Node; va?: V1Vo
   } satisfies CurrentObjects;
 }
 
+const va: V1VolumeAttachment = {
+  metadata: { name: "csi-123" },
+  spec: { attacher: "hostpath.csi.k8s.io", nodeName: "node-1", source: { persistentVolumeName: "pv-1" } },
+};
+
 const put = (path: string, body: unknown) => ({ method: "PUT", path, body: JSON.stringify(body) });
 
 describe("shadow recordWrite", () => {
@@ -118,10 +123,6 @@ describe("shadow recordWrite", () => {
   });
 
   test("VolumeAttachments created and deleted, node volumesAttached", () => {
-    const va: V1VolumeAttachment = {
-      metadata: { name: "csi-123" },
-      spec: { attacher: "hostpath.csi.k8s.io", nodeName: "node-1", source: { persistentVolumeName: "pv-1" } },
-    };
     const created = recordWrite(
       { method: "POST", path: "/apis/storage.k8s.io/v1/volumeattachments", body: JSON.stringify(va) },
       objects([]),
@@ -276,10 +277,6 @@ describe("shadow recordWrite", () => {
   });
 
   test("KCM was first: a create of what exists is AlreadyExists, a delete of what is gone NotFound; both only confirm", () => {
-    const va: V1VolumeAttachment = {
-      metadata: { name: "csi-123" },
-      spec: { attacher: "hostpath.csi.k8s.io", nodeName: "node-1", source: { persistentVolumeName: "pv-1" } },
-    };
     const create = recordWrite(
       { method: "POST", path: "/apis/storage.k8s.io/v1/volumeattachments", body: JSON.stringify(va) },
       objects([], { va }),
