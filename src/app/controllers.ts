@@ -16,6 +16,7 @@ import { FlexVolumeProber } from "../volume/flexvolume/prober.js";
 import { VolumePluginManager } from "../volume/plugin-manager.js";
 import { PVCProtectionController } from "../protection/pvc-protection-controller.js";
 import { PVProtectionController } from "../protection/pv-protection-controller.js";
+import { ShadowRecyclerPods } from "../shadow/recycler-pods.js";
 import type { ApiClients } from "../runtime/client.js";
 import type { InformerFactory } from "../runtime/informer/index.js";
 import type { Logger } from "../runtime/logger.js";
@@ -44,7 +45,11 @@ export interface Controller {
 const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => Controller>> = {
   "persistentvolume-binder-controller": (ctx) => {
     const plugins = new VolumePluginManager(ctx.logger);
-    plugins.register(provisionableRecyclablePlugins(pluginOptions(ctx)));
+    // Shadow mode: the recycler follows upstream's pod, its own being never created.
+    const pods = ctx.config.shadow
+      ? new ShadowRecyclerPods(ctx.clients.core, ctx.informers.pods())
+      : undefined;
+    plugins.register(provisionableRecyclablePlugins({ ...pluginOptions(ctx), ...(pods && { pods }) }));
     const events = eventRecorder(ctx, "persistentvolume-controller");
     const binder = new PersistentVolumeControllerRunner({
       ...common(ctx),

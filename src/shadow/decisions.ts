@@ -1,6 +1,7 @@
 import type {
   CoreV1Event,
   V1Node,
+  V1Pod,
   V1PersistentVolume,
   V1PersistentVolumeClaim,
   V1VolumeAttachment,
@@ -17,6 +18,7 @@ import {
 import { IN_TREE_PLUGIN_PREFIX, modifyDeletionFinalizers } from "../persistentvolume/csi-migration.js";
 import { PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER } from "../protection/finalizer.js";
 import { inTreeCsiMigration } from "../volume/csimigration/plugin-manager.js";
+import { RECYCLER_POD_PREFIX } from "../volume/recycler.js";
 
 /** What a decision is about, as issue 15 lists them. */
 export type DecisionKind =
@@ -168,6 +170,17 @@ export function volumeDecisions(
   }
   out.push(...phase("pv", before.status?.phase, after.status?.phase, name));
   return [...out, ...removedFinalizers("pv", before, after)];
+}
+
+/**
+ * A volume's recycle: its recycler pod created (kvc's and upstream's have the same name, after the
+ * volume). Its outcome shows in the events and the volume's phase.
+ */
+export function recyclerPodDecisions(before: V1Pod | undefined, after: V1Pod | undefined): Decision[] {
+  const name = after?.metadata?.name;
+  if (before || !name?.startsWith(RECYCLER_POD_PREFIX)) return [];
+  const volume = name.slice(RECYCLER_POD_PREFIX.length);
+  return [{ controller: BINDER, kind: "reclaim", key: `reclaim pv ${volume}`, value: "recycle", volume }];
 }
 
 /** The binder's decisions in a claim's change; a claim's creation is the user's. */

@@ -3,6 +3,7 @@ import type {
   CoreV1Event,
   V1Node,
   V1PersistentVolume,
+  V1Pod,
   V1PersistentVolumeClaim,
   V1VolumeAttachment,
 } from "@kubernetes/client-node";
@@ -18,6 +19,7 @@ import {
   claimDecisions,
   eventDecisions,
   nodeDecisions,
+  recyclerPodDecisions,
   volumeDecisions,
   type Decision,
 } from "./decisions.js";
@@ -332,6 +334,8 @@ function decisionsOf(
         before as V1VolumeAttachment | undefined,
         after as V1VolumeAttachment | undefined,
       );
+    case "pods":
+      return recyclerPodDecisions(before as V1Pod | undefined, after);
     case "events":
       // A patch of an event only counts a repeat: the decision was its creation.
       return before === undefined && after && t.name === undefined

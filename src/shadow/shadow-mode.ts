@@ -12,6 +12,7 @@ import {
   claimDecisions,
   eventDecisions,
   nodeDecisions,
+  recyclerPodDecisions,
   volumeDecisions,
   type Decision,
 } from "./decisions.js";
@@ -145,6 +146,7 @@ export class ShadowMode {
     watch(pvcs, claimDecisions, "persistentvolumeclaims");
     watch(nodes, nodeDecisions, "nodes");
     watch(vas, attachmentDecisions);
+    watch(informers.pods(), recyclerPodDecisions);
     // A node deleted: what either side would still report in its status is moot.
     nodes.addEventHandler({
       onDelete: (node: KubernetesObject) => {

@@ -72,6 +72,9 @@ export interface RecycleOptions {
   signal?: AbortSignal;
 }
 
+/** A recycler pod's name is this and its volume's: the same in upstream, so one recycle at a time. */
+export const RECYCLER_POD_PREFIX = "recycler-for-";
+
 type Outcome = { failed: false } | { failed: true; message: string };
 
 /**
@@ -88,7 +91,7 @@ export async function recycleVolumeByWatchingPodUntilCompletion(
   { timeoutMs, intervalMs = 1000, signal }: RecycleOptions,
 ): Promise<void> {
   // A fixed name, so a second controller recycling the same PV gets AlreadyExists.
-  const name = `recycler-for-${pvName}`;
+  const name = `${RECYCLER_POD_PREFIX}${pvName}`;
   const pod = structuredClone(template);
   const metadata = (pod.metadata ??= {});
   const namespace = (metadata.namespace ??= "default");

@@ -48,6 +48,7 @@ test("kvc's node report is compared with its own last report, not with KCM's", (
     persistentVolumeClaims: informer,
     nodes: () => nodes,
     volumeAttachments: informer,
+    pods: informer,
     informerFor: informer,
   } as unknown as InformerFactory;
   shadow.observe(factory);

@@ -8,7 +8,7 @@ import type {
 } from "@kubernetes/client-node";
 import { FakeClock } from "../../src/runtime/clock.js";
 import { Comparator, type Comparison } from "../../src/shadow/comparator.js";
-import { volumeDecisions } from "../../src/shadow/decisions.js";
+import { recyclerPodDecisions, volumeDecisions } from "../../src/shadow/decisions.js";
 import { mergePatch, recordWrite, type CurrentObjects } from "../../src/shadow/recorder.js";
 
 function pv(name: string, size: string, extra: Partial<V1PersistentVolume["spec"]> = {}): V1PersistentVolume {
@@ -274,6 +274,29 @@ describe("shadow recordWrite", () => {
       again.confirmations.map((d) => `${d.key}=${d.value}`),
       ["reclaim pv pv-1=delete"],
     );
+  });
+
+  test("a recycle is its recycler pod's creation; other pods and the pod's deletion are no decision", () => {
+    const post = (name: string) => ({
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: JSON.stringify({ metadata: { name, namespace: "default" } }),
+    });
+    const keys = (r: ReturnType<typeof recordWrite>) => r.decisions.map((d) => `${d.key}=${d.value}`);
+    const recycle = recordWrite(post("recycler-for-pv-1"), objects([]));
+    assert.equal(recycle.response.status, 201);
+    assert.deepEqual(keys(recycle), ["reclaim pv pv-1=recycle"]);
+    assert.deepEqual(
+      recyclerPodDecisions(undefined, { metadata: { name: "recycler-for-pv-1" } }),
+      recycle.decisions,
+    );
+    assert.deepEqual(keys(recordWrite(post("web-1"), objects([]))), []);
+    const del = {
+      method: "DELETE",
+      path: "/api/v1/namespaces/default/pods/recycler-for-pv-1",
+      body: undefined,
+    };
+    assert.deepEqual(keys(recordWrite(del, objects([]))), []);
   });
 
   test("KCM was first: a create of what exists is AlreadyExists, a delete of what is gone NotFound; both only confirm", () => {
