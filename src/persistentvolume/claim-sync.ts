@@ -1,11 +1,15 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { errorMessage, unlessNotFound } from "../runtime/api-errors.js";
 import { objectRef } from "../runtime/logger.js";
+import { resourceVersionOf } from "../shadow/unsynced-versions.js";
 import { compareQuantities, quoteQuantity, ZERO_QUANTITY } from "../util/quantity.js";
 import {
+  ANN_BETA_STORAGE_PROVISIONER,
   ANN_BIND_COMPLETED,
   ANN_BOUND_BY_CONTROLLER,
+  ANN_DYNAMICALLY_PROVISIONED,
   ANN_SELECTED_NODE,
+  ANN_STORAGE_PROVISIONER,
   ClaimPhase,
   EventReason,
   hasAnnotation,
@@ -72,7 +76,11 @@ async function syncUnboundClaimAnyVolume(ctx: BinderContext, claim: V1Persistent
   const log = { PVC: objectRef(claim) };
   const delayBinding = isDelayBindingMode(claim, ctx.classes);
   if (delayBinding instanceof Error) throw delayBinding;
-  const { volume, error } = ctx.cache.findBestMatch(claim, delayBinding);
+  const { volume, error } = ctx.cache.findBestMatch(
+    claim,
+    delayBinding,
+    ctx.options.shadow ? provisionedSince(ctx, claim) : undefined, // shadow mode
+  );
   if (error !== undefined) {
     ctx.log.info(
       { ...log, err: error },
@@ -130,6 +138,30 @@ async function syncUnboundClaimAnyVolume(ctx: BinderContext, claim: V1Persistent
   }
   // Periodic syncs try again.
   await updateClaimStatus(ctx, claim, ClaimPhase.Pending, undefined);
+}
+
+/**
+ * Shadow mode (src/shadow): a claim's version that no provisioner had been handed yet cannot have had
+ * a volume provisioned for it, so one the cache holds came later, from KCM's provisioning. On this
+ * version upstream provisioned; so does kvc (its volume's create then confirms KCM's) rather than
+ * binding KCM's result, which would leave KCM's provisioning without kvc's decision beside it.
+ */
+function provisionedSince(ctx: BinderContext, claim: V1PersistentVolumeClaim): (name: string) => boolean {
+  if (hasAnnotation(claim, ANN_STORAGE_PROVISIONER) || hasAnnotation(claim, ANN_BETA_STORAGE_PROVISIONER)) {
+    return () => false;
+  }
+  const version = resourceVersionOf(claim);
+  return (name) => {
+    const volume = ctx.cache.getVolume(name);
+    const written = resourceVersionOf(volume);
+    return (
+      hasAnnotation(volume ?? {}, ANN_DYNAMICALLY_PROVISIONED) &&
+      volume?.spec?.claimRef?.uid !== undefined &&
+      volume.spec.claimRef.uid === claim.metadata?.uid &&
+      // Not last written before this claim version (a volume restored for the claim, say).
+      (version === undefined || written === undefined || written > version)
+    );
+  };
 }
 
 /** The user asked for a specific volume: bind it if it is free and fits, else stay Pending. */

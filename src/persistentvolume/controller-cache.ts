@@ -50,9 +50,19 @@ export class ControllerCache {
     return true;
   }
 
-  /** The volume to bind the claim to, from the cached volumes (upstream findBestMatchForClaim). */
-  findBestMatch(claim: V1PersistentVolumeClaim, delayBinding: boolean): MatchResult {
-    return this.#volumes.findBestMatch(claim, delayBinding, this.#isReserved);
+  /**
+   * The volume to bind the claim to, from the cached volumes (upstream findBestMatchForClaim),
+   * passing over reserved volumes and those `excluded` names.
+   */
+  findBestMatch(
+    claim: V1PersistentVolumeClaim,
+    delayBinding: boolean,
+    excluded?: (name: string) => boolean,
+  ): MatchResult {
+    const passedOver = excluded
+      ? (name: string) => this.#isReserved(name) || excluded(name)
+      : this.#isReserved;
+    return this.#volumes.findBestMatch(claim, delayBinding, passedOver);
   }
 
   /**

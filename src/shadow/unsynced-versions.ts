@@ -15,12 +15,12 @@ export class UnsyncedVersions<T extends KubernetesObject> {
 
   /** Keeps `old`, unless `synced` (the version the controller last synced) is as new or newer. */
   keep(old: T, synced?: T): void {
-    const version = versionOf(old);
-    const seen = versionOf(synced);
+    const version = resourceVersionOf(old);
+    const seen = resourceVersionOf(synced);
     if (version === undefined || (seen !== undefined && seen >= version)) return;
     const key = objectKey(old);
     const list = this.#byKey.get(key) ?? [];
-    if (list.some((o) => versionOf(o) === version)) return;
+    if (list.some((o) => resourceVersionOf(o) === version)) return;
     list.push(old);
     if (list.length > MAX_PER_KEY) list.shift();
     this.#byKey.set(key, list);
@@ -35,7 +35,7 @@ export class UnsyncedVersions<T extends KubernetesObject> {
 }
 
 /** A resourceVersion as a number, as the binder's cache compares them; undefined if it is none. */
-function versionOf(o: KubernetesObject | undefined): bigint | undefined {
+export function resourceVersionOf(o: KubernetesObject | undefined): bigint | undefined {
   const text = o?.metadata?.resourceVersion ?? "";
   return /^\d{1,19}$/.test(text) ? BigInt(text) : undefined;
 }

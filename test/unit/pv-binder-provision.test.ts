@@ -589,3 +589,53 @@ test("PV binder: a shutdown while the PV create is retried ends the operation wi
   );
   assert.equal(creates, 1, "the wait after the first failed create ends at the shutdown");
 });
+
+describe("PV binder in shadow mode: provisioning", () => {
+  // KCM provisioned the claim's volume; kvc syncs the claim's version from before (UnsyncedVersions).
+  const kcms = { ...provisioned("11-s", "gold", "Bound") };
+  kcms.metadata = { ...kcms.metadata, resourceVersion: "5" };
+  test("a claim not yet handed to a provisioner is provisioned, not bound to KCM's volume", () =>
+    runSyncTest(
+      {
+        name: "shadow: KCM's provisioned volume is newer than the claim",
+        initialVolumes: [kcms],
+        // The create meets KCM's volume (AlreadyExists): reused, as upstream does.
+        expectedVolumes: [kcms],
+        initialClaims: [newClaim("claim11-s", "uid11-s", "1Gi", "", "Pending", "gold")],
+        expectedClaims: [newClaim("claim11-s", "uid11-s", "1Gi", "", "Pending", "gold", SP, BetaSP)],
+        expectedEvents: [
+          "Normal ProvisioningSucceeded Successfully provisioned volume pvc-uid11-s using kubernetes.io/mock-volume",
+        ],
+        plugin: { provision: [provision1Success] },
+        test: "syncClaim",
+      },
+      { classes, shadow: true },
+    ).then(() => undefined));
+  test("a volume last written before the claim's version is bound as it is", () => {
+    const restored = { ...kcms, metadata: { ...kcms.metadata, resourceVersion: "1" } };
+    const claim = newClaim("claim11-s", "uid11-s", "1Gi", "", "Pending", "gold");
+    claim.metadata = { ...claim.metadata, resourceVersion: "2" };
+    return runSyncTest(
+      {
+        name: "shadow: a provisioned volume older than the claim's version",
+        initialVolumes: [restored],
+        expectedVolumes: [{ ...restored, metadata: { ...restored.metadata, resourceVersion: "1" } }],
+        initialClaims: [claim],
+        expectedClaims: [
+          withAnnotation(
+            withAnnotation(
+              newClaim("claim11-s", "uid11-s", "1Gi", "pvc-uid11-s", "Bound", "gold"),
+              BbC,
+              "yes",
+            ),
+            BC,
+            "yes",
+          ),
+        ],
+        expectedEvents: [],
+        test: "syncClaim",
+      },
+      { classes, shadow: true },
+    ).then(() => undefined);
+  });
+});
