@@ -44,11 +44,17 @@ export class ShadowRecyclerPods implements RecyclerPodApi {
       this.#follow(`${namespace}/${name}`) ?? { metadata: { name, namespace }, status: { phase: "Pending" } },
     );
 
-  /** Upstream's pod of that name not yet judged, live or ended; remembered as the one followed. */
+  /**
+   * Upstream's pod of that name that kvc's recycle follows: the one it followed already, else the
+   * oldest not yet judged (one upstream ended is older than a live one: upstream retries a failed
+   * recycle with a new pod of the same name, and kvc's attempt is the first one's twin).
+   */
   #follow(key: string): V1Pod | undefined {
-    const pod = [this.#pods.store.get(key), this.#ended.get(key)].find(
-      (p) => p !== undefined && !this.#judged.has(p.metadata?.uid ?? ""),
+    const candidates = [this.#ended.get(key), this.#pods.store.get(key)].filter(
+      (p): p is V1Pod => p !== undefined && !this.#judged.has(p.metadata?.uid ?? ""),
     );
+    const followed = this.#followed.get(key);
+    const pod = candidates.find((p) => p.metadata?.uid === followed) ?? candidates[0];
     if (pod) this.#followed.set(key, pod.metadata?.uid ?? "");
     return pod;
   }

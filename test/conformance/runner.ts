@@ -189,13 +189,13 @@ export class ConformanceRunner {
 
   async #startImplementation(impl: Implementation): Promise<Running> {
     if (impl === "kube-controller-manager") {
-      const [kcm] = await Promise.all([
-        this.#cp.startKubeControllerManager({
-          controllers: CONTROLLERS,
-          args: [...FLAGS, `--flex-volume-plugin-dir=${this.#flexDir}`],
-        }),
-        this.shadow?.start(), // started and stopped with KCM
-      ]);
+      // The shadow is started and stopped with KCM, and watching before KCM starts: a decision KCM
+      // makes at its start (an event on a resync) would otherwise be history to the shadow.
+      await this.shadow?.start();
+      const kcm = await this.#cp.startKubeControllerManager({
+        controllers: CONTROLLERS,
+        args: [...FLAGS, `--flex-volume-plugin-dir=${this.#flexDir}`],
+      });
       return {
         impl,
         stop: async () => {

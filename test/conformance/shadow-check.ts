@@ -1,3 +1,4 @@
+import { appendFile } from "node:fs/promises";
 import type { Comparison, Outcome } from "../../src/shadow/comparator.js";
 import type { ShadowSummary } from "../../src/shadow/shadow-mode.js";
 import { waitFor } from "../../src/util/wait.js";
@@ -21,6 +22,8 @@ const USER_AGENT = "kube-volume-controller/v";
 const REVIEWS = new Set(["tokenreviews", "subjectaccessreviews"]);
 
 export const SHADOW_ENABLED = process.env.KVC_CONFORMANCE_SHADOW === "1";
+/** A file the shadows' debug logs are appended to as each one ends, for tracing a disagreement. */
+const SHADOW_LOG = process.env.KVC_CONFORMANCE_SHADOW_LOG;
 
 /** What the shadow saw during one scenario (and the previous one's cleanup). */
 export interface ShadowVerdict {
@@ -58,6 +61,7 @@ export class ShadowCheck {
       "--shadow",
       `--shadow-grace-period=${GRACE_S}s`,
       "--kube-api-qps=-1",
+      ...(SHADOW_LOG ? ["--v=4"] : []),
       ...this.args,
     ]);
     await p.ready();
@@ -94,6 +98,7 @@ export class ShadowCheck {
     if (!p) return;
     p.child.kill("SIGTERM");
     await p.exited;
+    if (SHADOW_LOG) await appendFile(SHADOW_LOG, `=== shadow ended ${new Date().toISOString()}\n${p.logs()}`);
   }
 
   /** After a scenario (before its cleanup): the decisions compared and the shadow's writes since the last. */

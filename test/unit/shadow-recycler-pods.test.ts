@@ -112,4 +112,16 @@ describe("shadow mode's recycler pods", () => {
     informer.upsert(upstreamPod("kcm-2", "Succeeded"));
     await again;
   });
+
+  test("upstream retried its failed recycle with a new pod: kvc's attempt is the first one's twin", async () => {
+    const informer = new PodInformer();
+    const pods = new ShadowRecyclerPods(new RecordedWrites(), informer);
+    informer.upsert(upstreamPod("kcm-1", "Pending"));
+    const done = recycle(pods);
+    await waitFor(() => informer.store.reads >= 4, { timeoutMs: 5000, intervalMs: 1, what: "polls" });
+    informer.upsert(upstreamPod("kcm-1", "Failed"));
+    informer.delete(upstreamPod("kcm-1", "Failed"));
+    informer.upsert(upstreamPod("kcm-2", "Pending"));
+    await assert.rejects(done, /failed to recycle volume: pod failed/);
+  });
 });
