@@ -46,7 +46,10 @@ export async function bind(
   try {
     volume = await bindVolumeToClaim(ctx, volume, claim);
     step = "volume status";
-    volume = await updateVolumePhase(ctx, volume, VolumePhase.Bound, "");
+    // Shadow mode: the claim's version is not bound yet, so a Bound volume in the cache is KCM's doing
+    // since; kvc's write is sent all the same (the recorder takes it as confirming KCM's).
+    const resend = ctx.options.shadow && !hasAnnotation(claim, ANN_BIND_COMPLETED);
+    volume = await updateVolumePhase(ctx, volume, VolumePhase.Bound, "", resend);
     step = "claim";
     claim = await bindClaimToVolume(ctx, claim, volume);
     step = "claim status";
@@ -212,14 +215,15 @@ export async function updateClaimStatusWithEvent(
   return saved;
 }
 
-/** Saves the volume's phase and message, if the phase changes. */
+/** Saves the volume's phase and message, if the phase changes (or `resend`: shadow mode, see bind). */
 export async function updateVolumePhase(
   ctx: BinderContext,
   volume: V1PersistentVolume,
   phase: VolumePhase,
   message: string,
+  resend = false,
 ): Promise<V1PersistentVolume> {
-  if (volume.status?.phase === phase) return volume;
+  if (volume.status?.phase === phase && !resend) return volume;
   const clone = structuredClone(volume);
   clone.status ??= {};
   clone.status.phase = phase;

@@ -102,7 +102,8 @@ export class PersistentVolumeControllerRunner {
         enqueueVolume(objectKey(pv));
       },
       onUpdate: (old, pv) => {
-        this.#unsynced?.volumes.keep(old, this.#controller.cachedVolume(objectKey(old)));
+        // A resync redelivers the same object: nothing was replaced.
+        if (old !== pv) this.#unsynced?.volumes.keep(old, this.#controller.cachedVolume(objectKey(old)));
         enqueueVolume(objectKey(pv));
       },
       onDelete: (pv) => {
@@ -114,7 +115,7 @@ export class PersistentVolumeControllerRunner {
         enqueueClaim(objectKey(pvc));
       },
       onUpdate: (old, pvc) => {
-        this.#unsynced?.claims.keep(old, this.#controller.cachedClaim(objectKey(old)));
+        if (old !== pvc) this.#unsynced?.claims.keep(old, this.#controller.cachedClaim(objectKey(old)));
         enqueueClaim(objectKey(pvc));
       },
       onDelete: (pvc) => {

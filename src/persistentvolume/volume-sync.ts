@@ -106,9 +106,12 @@ async function findClaim(
   if (!claim && phase !== VolumePhase.Released && phase !== VolumePhase.Failed) {
     claim = ctx.claimInformer.get(key) ?? (await unlessNotFound(ctx.api.getClaim(namespace, name)));
   }
-  if (claim && ctx.options.shadow && (phase === VolumePhase.Released || phase === VolumePhase.Failed)) {
+  const released = (p: string | undefined) => p === VolumePhase.Released || p === VolumePhase.Failed;
+  const newest = ctx.cache.getVolume(volume.metadata?.name ?? "")?.status?.phase;
+  if (claim && ctx.options.shadow && (released(phase) || released(newest))) {
     // Shadow mode: KCM released the volume on its claim's deletion, which the claim informer may not
-    // have delivered yet: marking it Bound again would be no decision of kvc's. The API says.
+    // have delivered yet: marking it Bound again, or keeping it so when syncing the version KCM
+    // released (UnsyncedVersions), would be no decision of kvc's. The API says.
     claim = await unlessNotFound(ctx.api.getClaim(namespace, name));
   }
   if (claim && claim.metadata?.uid !== uid) {

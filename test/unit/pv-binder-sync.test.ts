@@ -3,6 +3,7 @@
  * v1.37) and TestSyncBlockVolume (set 14): one syncClaim or syncVolume. Where upstream expects no
  * events without checking, the events its code emits are listed.
  */
+import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
   ANN_BIND_COMPLETED as BC,
@@ -1065,6 +1066,59 @@ describe("PV binder in shadow mode", () => {
     ANN_SKIP_LOCAL_STORE,
   );
   const bound = newClaim("claim-p", "uid-p", "10Gi", "volume-p", "Bound", undefined, BC, BbC);
+  test("syncing the bound version of a volume KCM released asks the API for the claim the cache still holds", async () => {
+    const written: (string | undefined)[] = [];
+    const bound = newVolume("volume-s", "10Gi", "uid-s", "claim-s", "Bound", "Retain", "");
+    await runSyncTest(
+      {
+        name: "shadow: the version KCM released, its claim cached but gone",
+        initialVolumes: [{ ...released, metadata: { ...released.metadata, resourceVersion: "2" } }],
+        expectedVolumes: [{ ...released, metadata: { ...released.metadata, resourceVersion: "2" } }],
+        initialClaims: [claim],
+        expectedClaims: [],
+        expectedEvents: [],
+        test: async (h) => {
+          h.api.claims.delete(claimKeyOf(claim));
+          const update = h.api.updateVolumeStatus.bind(h.api);
+          h.api.updateVolumeStatus = (volume) => {
+            written.push(volume.status?.phase);
+            return update(volume);
+          };
+          // Written from the version synced, older than the API's: the apiserver's conflict.
+          await h.ctrl.syncVolume(structuredClone(bound)).catch(() => undefined);
+        },
+      },
+      { shadow: true },
+    );
+    assert.deepEqual(written, ["Released"]);
+  });
+  // KCM bound claim and volume; kvc syncs the claim's version from before (UnsyncedVersions).
+  const kcmBound = newVolume("volume-b", "10Gi", "uid-b", "claim-b", "Bound", "Retain", "", BbC);
+  const unbound = newClaim("claim-b", "uid-b", "10Gi", "", "Pending", undefined);
+  test("binding a claim's unbound version to a volume KCM marked Bound still writes the phase", async () => {
+    const written: (string | undefined)[] = [];
+    await runSyncTest(
+      {
+        name: "shadow: the volume's phase is written although the cache shows it",
+        initialVolumes: [kcmBound],
+        expectedVolumes: [kcmBound],
+        initialClaims: [unbound],
+        expectedClaims: [newClaim("claim-b", "uid-b", "10Gi", "volume-b", "Bound", undefined, BbC, BC)],
+        expectedEvents: [],
+        test: async (h) => {
+          const update = h.api.updateVolumeStatus.bind(h.api);
+          h.api.updateVolumeStatus = (volume) => {
+            written.push(volume.status?.phase);
+            return update(volume);
+          };
+          await h.ctrl.syncClaim(structuredClone(unbound));
+        },
+      },
+      { shadow: true },
+    );
+    // What the recorder, seeing KCM's Bound already, takes as confirming KCM's decision.
+    assert.deepEqual(written, ["Bound"]);
+  });
   test("a bound claim whose volume is not cached yet reads it from the API: not lost", () =>
     runSyncTest(
       {
