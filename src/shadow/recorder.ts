@@ -145,7 +145,7 @@ export function recordWrite(
       return { decisions: [], confirmations, response: { status: 409, body: alreadyExists(target, name) } };
     }
   }
-  const before = beforeOf(target, current);
+  const before = statusAsSent(req, target, beforeOf(target, current), body);
   const sent = (method === "PUT" || method === "PATCH") && versionOf(body);
   const gone = before === undefined && INFORMED.has(target.resource);
   const key = target.namespace === undefined ? target.name : `${target.namespace}/${target.name ?? ""}`;
@@ -162,7 +162,12 @@ export function recordWrite(
     // version. It succeeds (not the apiserver's 409), so that kvc carries on from its version as
     // after its own write: a binding goes on to its phases, each confirming KCM's in turn. To a
     // deleted object it is the apiserver's 404: nothing follows.
-    const base = current.earlier?.(target.resource, key ?? "", sent) ?? { metadata: { name: target.name } };
+    const base = statusAsSent(
+      req,
+      target,
+      current.earlier?.(target.resource, key ?? "", sent) ?? { metadata: { name: target.name } },
+      body,
+    );
     const after = method === "PUT" ? body : (mergePatch(base, body ?? {}) as Record<string, unknown>);
     const confirmations = decisionsOf(target, base, after, current);
     const response = gone
@@ -208,6 +213,23 @@ export function recordWrite(
       ? { kind: "Status", apiVersion: "v1", status: "Success", details: { name: target.name } }
       : after;
   return { decisions, confirmations, response: { status, body: response } };
+}
+
+/**
+ * The object a PUT of the main resource was made from, with the status the body states: the apiserver
+ * ignores a status there, so it is kvc's view, which its own status writes (recorded, never applied)
+ * made. Whose a finalizer's removal is depends on it (the binder's, from a Released volume).
+ */
+function statusAsSent(
+  req: WriteRequest,
+  t: Target,
+  before: unknown,
+  body: Record<string, unknown> | undefined,
+) {
+  if (req.method.toUpperCase() !== "PUT" || t.subresource !== undefined || body?.status === undefined) {
+    return before;
+  }
+  return before === undefined ? before : { ...(before as Record<string, unknown>), status: body.status };
 }
 
 type Obj = { metadata?: { finalizers?: string[]; deletionTimestamp?: unknown } } & Record<string, unknown>;

@@ -1,4 +1,4 @@
-import type { CoreV1EventList, V1Pod } from "@kubernetes/client-node";
+import { ApiException, type CoreV1EventList, type V1Pod } from "@kubernetes/client-node";
 import { LRUCache } from "lru-cache";
 import type { SharedInformer } from "../runtime/informer/index.js";
 import { objectKey } from "../runtime/informer/index.js";
@@ -24,6 +24,8 @@ export class ShadowRecyclerPods implements RecyclerPodApi {
   readonly #followed = new Map<string, string>();
   /** Uids of pods whose outcome a recycle already took: a later recycle of the volume waits for a new one. */
   readonly #judged = new LRUCache<string, true>({ max: 10_000 });
+  /** When this shadow started, to the second (as creationTimestamp). */
+  readonly #started = Math.floor(Date.now() / 1000) * 1000;
 
   /** `writes`: the shadow client's pod API (its writes are recorded); `pods`: the pod informer (before it starts). */
   constructor(writes: RecyclerPodApi, pods: PodInformer) {
@@ -36,8 +38,24 @@ export class ShadowRecyclerPods implements RecyclerPodApi {
     });
   }
 
-  readonly createNamespacedPod: RecyclerPodApi["createNamespacedPod"] = (param, options) =>
-    this.#writes.createNamespacedPod(param, options);
+  /**
+   * A pod of that name created before the shadow started is a leftover of an earlier process (KCM
+   * restarted, or the shadow started mid-recycle): upstream's create meets it, and so does kvc's. The
+   * recycler deletes it and fails, as upstream's does; that pod is no attempt's outcome.
+   */
+  readonly createNamespacedPod: RecyclerPodApi["createNamespacedPod"] = (param, options) => {
+    const name = param.body.metadata?.name ?? "";
+    const leftover = this.#pods.store.get(`${param.namespace}/${name}`);
+    const created = Date.parse(String(leftover?.metadata?.creationTimestamp ?? ""));
+    const uid = leftover?.metadata?.uid ?? "";
+    if (leftover && created < this.#started && !this.#judged.has(uid)) {
+      this.#judged.set(uid, true);
+      const status = { kind: "Status", status: "Failure", reason: "AlreadyExists", code: 409 };
+      const message = `pods "${name}" already exists`;
+      return Promise.reject(new ApiException(409, message, JSON.stringify({ ...status, message }), {}));
+    }
+    return this.#writes.createNamespacedPod(param, options);
+  };
 
   readonly readNamespacedPod: RecyclerPodApi["readNamespacedPod"] = ({ name, namespace }) =>
     Promise.resolve(

@@ -276,6 +276,32 @@ describe("shadow recordWrite", () => {
     );
   });
 
+  test("a finalizer's owner is judged by the status kvc sent: its Released, never applied, is its view", () => {
+    const finalizers = ["kubernetes.io/pv-controller", "kubernetes.io/pv-protection"];
+    // The informers still have KCM's Bound volume; kvc released it (recorded) and deleted its storage.
+    const bound: V1PersistentVolume = {
+      metadata: { name: "pv-1", resourceVersion: "5", finalizers },
+      spec: { persistentVolumeReclaimPolicy: "Delete", claimRef: { namespace: "ns", name: "gone" } },
+      status: { phase: "Bound" },
+    };
+    const removed = {
+      ...bound,
+      metadata: { ...bound.metadata, finalizers: ["kubernetes.io/pv-protection"] },
+      status: { phase: "Released" },
+    };
+    const r = recordWrite(put("/api/v1/persistentvolumes/pv-1", removed), objects([bound]));
+    assert.deepEqual(
+      r.decisions.map((d) => `${d.key}=${d.value}`),
+      ["finalizer-removal pv pv-1 kubernetes.io/pv-controller=removed"],
+    );
+    // The status a PUT of the main resource carries is no phase decision: the apiserver ignores it.
+    const phaseOnly = recordWrite(
+      put("/api/v1/persistentvolumes/pv-1", { ...bound, status: { phase: "Released" } }),
+      objects([bound]),
+    );
+    assert.deepEqual(phaseOnly.decisions, []);
+  });
+
   test("a recycle is its recycler pod's creation; other pods and the pod's deletion are no decision", () => {
     const post = (name: string) => ({
       method: "POST",

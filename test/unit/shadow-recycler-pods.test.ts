@@ -113,6 +113,25 @@ describe("shadow mode's recycler pods", () => {
     await again;
   });
 
+  test("a pod from before the shadow started is a leftover: kvc fails as upstream does, then follows the next", async () => {
+    const informer = new PodInformer();
+    const writes = new RecordedWrites();
+    const pods = new ShadowRecyclerPods(writes, informer);
+    const leftover = upstreamPod("old", "Pending");
+    leftover.metadata = { ...leftover.metadata, creationTimestamp: new Date(0) };
+    informer.upsert(leftover);
+    await assert.rejects(recycle(pods), /old recycler pod found/);
+    assert.deepEqual(
+      writes.calls,
+      ["delete recycler-for-pv-1"],
+      "no pod created: upstream's create met the old one",
+    );
+    // Upstream deleted the old pod and created its next one, which the next attempt follows.
+    informer.delete(leftover);
+    informer.upsert(upstreamPod("kcm-2", "Succeeded"));
+    await recycle(pods);
+  });
+
   test("upstream retried its failed recycle with a new pod: kvc's attempt is the first one's twin", async () => {
     const informer = new PodInformer();
     const pods = new ShadowRecyclerPods(new RecordedWrites(), informer);
