@@ -169,7 +169,11 @@ export function recordWrite(
       body,
     );
     const after = method === "PUT" ? body : (mergePatch(base, body ?? {}) as Record<string, unknown>);
-    const confirmations = decisionsOf(target, base, after, current);
+    const changed = decisionsOf(target, base, after, current);
+    // And what it states: the facts KCM's write already shows (a binding kvc completes from a claim
+    // version KCM bound since) confirm them too.
+    const stated = after ? decisionsOf(target, nameOnly(target), after, current) : [];
+    const confirmations = [...changed, ...stated.filter((s) => !changed.some((d) => d.key === s.key))];
     const response = gone
       ? { status: 404, body: notFound(target) }
       : { status: 200, body: method === "PUT" ? body : after };
@@ -201,12 +205,7 @@ export function recordWrite(
       ? decisionsOf(target, notDeleting(before), after, current)
       : method === "POST" || !after
         ? []
-        : decisionsOf(
-            target,
-            { metadata: { name: target.name, namespace: target.namespace } },
-            after,
-            current,
-          );
+        : decisionsOf(target, nameOnly(target), after, current);
   const confirmations = stated.filter((s) => !decisions.some((d) => d.key === s.key));
   const response =
     method === "DELETE"
@@ -230,6 +229,11 @@ function statusAsSent(
     return before;
   }
   return before === undefined ? before : { ...(before as Record<string, unknown>), status: body.status };
+}
+
+/** The object as known before any fact: what a write's own statements are compared with. */
+function nameOnly(t: Target): unknown {
+  return { metadata: { name: t.name, namespace: t.namespace } };
 }
 
 type Obj = { metadata?: { finalizers?: string[]; deletionTimestamp?: unknown } } & Record<string, unknown>;

@@ -230,6 +230,25 @@ describe("shadow recordWrite", () => {
       fresh.decisions.map((d) => `${d.key}=${d.value}`),
       ["phase pv pv-1=Released"],
     );
+    // kvc completes a binding from the claim version KCM bound (volumeName, 8) before kvc's worker saw
+    // the volume; KCM has written the claim since (9). What kvc's write states confirms KCM's binding.
+    const boundByKcm = { ...claim, metadata: { ...claim.metadata, resourceVersion: "9" } };
+    const completed = {
+      ...claim,
+      metadata: { ...claim.metadata, resourceVersion: "8" },
+      spec: { ...claim.spec, volumeName: "pv-1" },
+      status: { phase: "Bound" },
+    };
+    const late = recordWrite(put("/api/v1/namespaces/ns/persistentvolumeclaims/data/status", completed), {
+      ...objects([current]),
+      claim: () => boundByKcm,
+      earlier: () => ({ ...completed, status: { phase: "Pending" } }),
+    });
+    assert.deepEqual(late.decisions, []);
+    assert.deepEqual(
+      late.confirmations.map((d) => `${d.key}=${d.value}`),
+      ["phase pvc ns/data=Bound", "binding pvc ns/data=pv-1"],
+    );
   });
 
   test("the race: KCM's write seen first, kvc's sync of the earlier version agrees, or is no agreement", () => {
