@@ -5,6 +5,7 @@ import type {
 } from "@kubernetes/client-node";
 import type { EventType } from "../runtime/events/recorder.js";
 import { objectReference } from "../runtime/events/reference.js";
+import { isNotFound } from "../runtime/api-errors.js";
 import { objectRef } from "../runtime/logger.js";
 import { compareQuantities, tryParseQuantity } from "../util/quantity.js";
 import {
@@ -229,7 +230,15 @@ export async function updateVolumePhase(
   clone.status.phase = phase;
   if (message) clone.status.message = message;
   else delete clone.status.message;
-  const saved = await ctx.api.updateVolumeStatus(clone);
+  let saved: V1PersistentVolume;
+  try {
+    saved = await ctx.api.updateVolumeStatus(clone);
+  } catch (err) {
+    // Shadow mode: KCM deleted the volume first. kvc carries on from what it wrote to its next
+    // decision (the reclaim), whose writes the recorder takes as confirming KCM's; not cached: gone.
+    if (ctx.options.shadow && isNotFound(err)) return clone;
+    throw err;
+  }
   ctx.cache.storeVolume(saved);
   ctx.log.info({ volumeName: volume.metadata?.name, phase }, "Volume entered phase");
   return saved;

@@ -1092,6 +1092,25 @@ describe("PV binder in shadow mode", () => {
     );
     assert.deepEqual(written, ["Released"]);
   });
+  test("releasing a volume KCM already deleted goes on to its reclaim", async () => {
+    const bound = newVolume("volume-s", "10Gi", "uid-s", "claim-s", "Bound", "Retain", "");
+    await runSyncTest(
+      {
+        name: "shadow: the volume KCM deleted, its claim gone",
+        initialVolumes: [bound],
+        expectedVolumes: [],
+        initialClaims: [],
+        expectedClaims: [],
+        expectedEvents: [],
+        test: async (h) => {
+          h.api.volumes.delete("volume-s");
+          // Upstream would stop at the failed status write (404); the shadow carries on.
+          await h.ctrl.syncVolume(structuredClone(bound));
+        },
+      },
+      { shadow: true },
+    );
+  });
   // KCM bound claim and volume; kvc syncs the claim's version from before (UnsyncedVersions).
   const kcmBound = newVolume("volume-b", "10Gi", "uid-b", "claim-b", "Bound", "Retain", "", BbC);
   const unbound = newClaim("claim-b", "uid-b", "10Gi", "", "Pending", undefined);
