@@ -106,12 +106,12 @@ async function findClaim(
   if (!claim && phase !== VolumePhase.Released && phase !== VolumePhase.Failed) {
     claim = ctx.claimInformer.get(key) ?? (await unlessNotFound(ctx.api.getClaim(namespace, name)));
   }
-  const released = (p: string | undefined) => p === VolumePhase.Released || p === VolumePhase.Failed;
-  const newest = ctx.cache.getVolume(volume.metadata?.name ?? "")?.status?.phase;
-  if (claim && ctx.options.shadow && (released(phase) || released(newest))) {
+  const released = phase === VolumePhase.Released || phase === VolumePhase.Failed;
+  if (claim && ctx.options.shadow && (released || !ctx.claimInformer.get(key))) {
     // Shadow mode: KCM released the volume on its claim's deletion, which the claim informer may not
-    // have delivered yet: marking it Bound again, or keeping it so when syncing the version KCM
-    // released (UnsyncedVersions), would be no decision of kvc's. The API says.
+    // have delivered yet, or which the binder's cache has not caught up with while the version KCM
+    // released is synced again (UnsyncedVersions): marking it Bound again, or keeping it so, would be
+    // no decision of kvc's. The API says.
     claim = await unlessNotFound(ctx.api.getClaim(namespace, name));
   }
   if (claim && claim.metadata?.uid !== uid) {

@@ -1078,6 +1078,8 @@ describe("PV binder in shadow mode", () => {
         expectedClaims: [],
         expectedEvents: [],
         test: async (h) => {
+          // The claim informer has delivered the deletion; the binder's cache still holds the claim.
+          h.informerHasClaims = true;
           h.api.claims.delete(claimKeyOf(claim));
           const update = h.api.updateVolumeStatus.bind(h.api);
           h.api.updateVolumeStatus = (volume) => {
