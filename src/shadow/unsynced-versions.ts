@@ -5,27 +5,40 @@ import { objectKey } from "../runtime/informer/store.js";
 const MAX_PER_KEY = 4;
 
 /**
- * Shadow mode: versions an informer replaced before a controller's worker synced them again. KCM acts
- * on the same objects; when its write reaches the informer before our worker synced the version it
- * acted on, syncing only the result finds nothing to do and never says what kvc would have decided.
- * The worker syncs these first (oldest first), then the informer's latest: it asks exactly that. The
- * version the worker synced last is kept too: KCM may have acted on it because the world around it
- * changed (a PV's claim deleted: KCM releases the PV the worker found bound).
+ * Shadow mode: versions an informer replaced before a controller's worker synced them. KCM acts on
+ * the same objects; when its write reaches the informer before our worker synced the version it acted
+ * on, syncing only the result finds nothing to do and never says what kvc would have decided. The
+ * worker syncs these first (oldest first), then the informer's latest: it asks exactly that. With
+ * `againWhenReplaced`, the version the worker synced last is kept too: KCM may have acted on it
+ * because the world around it changed (a PV's claim deleted: KCM releases the PV the worker found
+ * bound).
  */
 export class UnsyncedVersions<T extends KubernetesObject> {
   readonly #byKey = new Map<string, T[]>();
+  readonly #againWhenReplaced: boolean;
 
-  /** Keeps `old`, unless `synced` (the version the controller last synced) is newer. */
+  constructor({ againWhenReplaced = false }: { againWhenReplaced?: boolean } = {}) {
+    this.#againWhenReplaced = againWhenReplaced;
+  }
+
+  /** Keeps `old`, unless `synced` (the version the controller last synced) is newer, or as new. */
   keep(old: T, synced?: T): void {
     const version = resourceVersionOf(old);
     const seen = resourceVersionOf(synced);
-    if (version === undefined || (seen !== undefined && seen > version)) return;
+    if (version === undefined || (seen !== undefined && seen >= version && !this.#replaced(seen, version))) {
+      return;
+    }
     const key = objectKey(old);
     const list = this.#byKey.get(key) ?? [];
     if (list.some((o) => resourceVersionOf(o) === version)) return;
     list.push(old);
     if (list.length > MAX_PER_KEY) list.shift();
     this.#byKey.set(key, list);
+  }
+
+  /** The version synced last, replaced: kept with `againWhenReplaced`. */
+  #replaced(seen: bigint, version: bigint): boolean {
+    return this.#againWhenReplaced && seen === version;
   }
 
   /** The key's kept versions, oldest first; forgotten here. */

@@ -20,10 +20,17 @@ describe("shadow UnsyncedVersions", () => {
     assert.deepEqual(versions(u.take("pv-2")), ["3"]);
   });
 
-  test("a version older than the one the controller synced is not kept; the one it synced is", () => {
+  test("a version the controller synced already, or a newer one, is not kept", () => {
     const u = new UnsyncedVersions<V1PersistentVolume>();
+    u.keep(pv("5"), pv("5"));
     u.keep(pv("5"), pv("7"));
     u.keep(pv("not-a-number"));
+    assert.deepEqual(u.take("pv-1"), []);
+  });
+
+  test("againWhenReplaced: the version the controller synced last is kept, older ones are not", () => {
+    const u = new UnsyncedVersions<V1PersistentVolume>({ againWhenReplaced: true });
+    u.keep(pv("5"), pv("7"));
     assert.deepEqual(u.take("pv-1"), []);
     // Replaced since the worker synced it: KCM may have acted on the world around it.
     u.keep(pv("7"), pv("7"));
