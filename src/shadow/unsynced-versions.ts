@@ -25,20 +25,15 @@ export class UnsyncedVersions<T extends KubernetesObject> {
   keep(old: T, synced?: T): void {
     const version = resourceVersionOf(old);
     const seen = resourceVersionOf(synced);
-    if (version === undefined || (seen !== undefined && seen >= version && !this.#replaced(seen, version))) {
-      return;
-    }
+    if (version === undefined) return;
+    // Synced already (with againWhenReplaced, the version synced last is still kept).
+    if (seen !== undefined && (this.#againWhenReplaced ? seen > version : seen >= version)) return;
     const key = objectKey(old);
     const list = this.#byKey.get(key) ?? [];
     if (list.some((o) => resourceVersionOf(o) === version)) return;
     list.push(old);
     if (list.length > MAX_PER_KEY) list.shift();
     this.#byKey.set(key, list);
-  }
-
-  /** The version synced last, replaced: kept with `againWhenReplaced`. */
-  #replaced(seen: bigint, version: bigint): boolean {
-    return this.#againWhenReplaced && seen === version;
   }
 
   /** The key's kept versions, oldest first; forgotten here. */
