@@ -75,5 +75,6 @@ export interface BinderContext {
   claimEvent(claim: V1PersistentVolumeClaim, type: EventType, reason: string, message: string): void;
   /** Pods using the claim that are not terminated. */
   activePodsUsingClaim(namespace: string, name: string): V1Pod[];
-  enqueueClaim(key: string): void;
+  /** Asks for a sync of the claim, whose version here the controller decided on (see the deps'). */
+  enqueueClaim(claim: V1PersistentVolumeClaim): void;
 }

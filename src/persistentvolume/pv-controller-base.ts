@@ -99,6 +99,12 @@ export class PersistentVolumeControllerRunner {
     const enqueueClaim = (key: string) => {
       this.#claimQueue.add(key);
     };
+    // Shadow mode: a volume's sync found kvc's version of the claim unbound while the informer may
+    // hold KCM's later one (bound to the volume KCM provisioned): kvc's binding comes from its own.
+    const enqueueClaimDecidedOn = (key: string, decidedOn?: V1PersistentVolumeClaim) => {
+      if (decidedOn) this.#unsynced?.claims.again(decidedOn, this.#claims.store.get(key));
+      enqueueClaim(key);
+    };
     this.#volumes.addEventHandler({
       onAdd: (pv) => {
         enqueueVolume(objectKey(pv));
@@ -138,7 +144,7 @@ export class PersistentVolumeControllerRunner {
       plugins: opts.plugins,
       clock: this.#clock,
       log,
-      enqueueClaim,
+      enqueueClaim: enqueueClaimDecidedOn,
       enqueueVolume,
       options: {
         enableDynamicProvisioning: opts.enableDynamicProvisioning,

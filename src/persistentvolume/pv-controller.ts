@@ -40,8 +40,12 @@ export interface PersistentVolumeControllerDeps {
   plugins: PluginFinder;
   clock: Clock;
   log: LogSink;
-  /** Adds a claim key ("namespace/name") / volume name to the controller's work queues. */
-  enqueueClaim(key: string): void;
+  /**
+   * Adds a claim key ("namespace/name") / volume name to the controller's work queues. `decidedOn`:
+   * the claim's version a volume's sync found unbound; shadow mode syncs it again if the informer
+   * has moved on (UnsyncedVersions.again).
+   */
+  enqueueClaim(key: string, decidedOn?: V1PersistentVolumeClaim): void;
   enqueueVolume(name: string): void;
   options: PersistentVolumeControllerOptions;
   /** Defaults to inTreeCsiMigration. */
@@ -106,8 +110,8 @@ export class PersistentVolumeController {
       },
       activePodsUsingClaim: (namespace, name) =>
         pods.byIndex(POD_PVC_INDEX, `${namespace}/${name}`).filter((pod) => !isPodTerminated(pod)),
-      enqueueClaim: (key) => {
-        deps.enqueueClaim(key);
+      enqueueClaim: (claim) => {
+        deps.enqueueClaim(claimKey(claim), claim);
       },
     };
   }

@@ -61,7 +61,7 @@ export async function syncVolume(ctx: BinderContext, volume: V1PersistentVolume)
       { volumeName: name, boundByController: hasAnnotation(volume, ANN_BOUND_BY_CONTROLLER) },
       "Synchronizing PersistentVolume, volume not bound yet, waiting for syncClaim to fix it",
     );
-    ctx.enqueueClaim(`${ref.namespace ?? ""}/${ref.name ?? ""}`);
+    ctx.enqueueClaim(claim);
     return;
   }
   if (claimVolumeName === name) {

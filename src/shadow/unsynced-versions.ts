@@ -28,10 +28,28 @@ export class UnsyncedVersions<T extends KubernetesObject> {
     if (version === undefined) return;
     // Synced already (with againWhenReplaced, the version synced last is still kept).
     if (seen !== undefined && (this.#againWhenReplaced ? seen > version : seen >= version)) return;
-    const key = objectKey(old);
+    this.#add(old, version);
+  }
+
+  /**
+   * Keeps `synced`, a version the controller synced already, to be synced again when the informer
+   * holds a newer one (`latest`): the world around it changed (a provisioned volume for the claim
+   * appeared), and the newer version may be KCM's answer to that change, which kvc must decide too.
+   */
+  again(synced: T, latest: T | undefined): void {
+    const version = resourceVersionOf(synced);
+    const newest = resourceVersionOf(latest);
+    if (version === undefined || newest === undefined || newest <= version) return;
+    this.#add(synced, version);
+  }
+
+  /** Adds `o` in version order (oldest first), once, dropping the oldest beyond MAX_PER_KEY. */
+  #add(o: T, version: bigint): void {
+    const key = objectKey(o);
     const list = this.#byKey.get(key) ?? [];
-    if (list.some((o) => resourceVersionOf(o) === version)) return;
-    list.push(old);
+    if (list.some((k) => resourceVersionOf(k) === version)) return;
+    const at = list.findIndex((k) => (resourceVersionOf(k) ?? 0n) > version);
+    list.splice(at === -1 ? list.length : at, 0, o);
     if (list.length > MAX_PER_KEY) list.shift();
     this.#byKey.set(key, list);
   }

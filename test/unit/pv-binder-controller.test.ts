@@ -970,6 +970,19 @@ describe("PV binder: entry points", () => {
     assert.equal(h.ctrl.cachedClaim("default/c")?.spec?.volumeName, "v");
   });
 
+  test("a volume pre-bound to an unbound claim enqueues the claim with the version it found", async () => {
+    const claim = newClaim("c", "u", "1Gi", "", "Pending", undefined);
+    const volume = newVolume("v", "1Gi", "u", "c", "Available", "Delete", "", BbC);
+    const h = harness([volume], [claim]);
+    await h.ctrl.syncVolume(structuredClone(volume));
+    assert.deepEqual(h.enqueuedClaims, ["default/c"]);
+    // Shadow mode syncs this version again when the informer holds a newer one (KCM's binding).
+    assert.deepEqual(
+      h.claimsDecidedOn.map((c) => [c.metadata?.uid, c.metadata?.resourceVersion, c.spec?.volumeName ?? ""]),
+      [["u", h.api.claims.get("default/c")?.metadata?.resourceVersion, ""]],
+    );
+  });
+
   test("resync enqueues every claim, then every volume, from the informers", () => {
     const h = harness([newVolume("v", "1Gi", "", "", "Available", "Retain", "")], []);
     h.ctrl.resync();

@@ -635,6 +635,8 @@ export class Harness {
   readonly clock = new TestClock();
   readonly events: string[] = [];
   readonly enqueuedClaims: string[] = [];
+  /** The claim versions the controller enqueued as decided on (PersistentVolumeControllerDeps). */
+  readonly claimsDecidedOn: V1PersistentVolumeClaim[] = [];
   readonly enqueuedVolumes: string[] = [];
   readonly nodes: V1Node[];
   readonly ctrl: PersistentVolumeController;
@@ -671,7 +673,10 @@ export class Harness {
       plugins,
       clock: this.clock,
       log: silentLogger,
-      enqueueClaim: (key) => this.enqueuedClaims.push(key),
+      enqueueClaim: (key, decidedOn) => {
+        this.enqueuedClaims.push(key);
+        if (decidedOn) this.claimsDecidedOn.push(decidedOn);
+      },
       enqueueVolume: (name) => this.enqueuedVolumes.push(name),
       options: {
         enableDynamicProvisioning: env.enableDynamicProvisioning ?? true,

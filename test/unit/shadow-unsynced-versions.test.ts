@@ -37,6 +37,17 @@ describe("shadow UnsyncedVersions", () => {
     assert.deepEqual(versions(u.take("pv-1")), ["7"]);
   });
 
+  test("again: a synced version comes back only when the informer holds a newer one, in version order", () => {
+    const u = new UnsyncedVersions<V1PersistentVolume>();
+    u.again(pv("5"), pv("5")); // the informer's latest is the version itself: the normal sync does it
+    u.again(pv("5"), undefined); // gone: the worker forgets it, nothing to decide from
+    assert.deepEqual(u.take("pv-1"), []);
+    u.keep(pv("7"), pv("5")); // replaced before the worker synced it
+    u.again(pv("5"), pv("8")); // synced, but a volume for it appeared since
+    u.again(pv("5"), pv("8"));
+    assert.deepEqual(versions(u.take("pv-1")), ["5", "7"]);
+  });
+
   test("bounded: only the newest few versions of one object are kept", () => {
     const u = new UnsyncedVersions<V1PersistentVolume>();
     for (let rv = 1; rv <= 10; rv++) u.keep(pv(String(rv)));
