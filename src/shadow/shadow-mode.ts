@@ -147,8 +147,16 @@ export class ShadowMode {
     watch(nodes, nodeDecisions, "nodes");
     watch(vas, attachmentDecisions);
     watch(informers.pods(), recyclerPodDecisions);
-    // A node deleted: what either side would still report in its status is moot.
     nodes.addEventHandler({
+      // kvc's actual state starts from the node's status as listed (populateActualStateOfWorld): that
+      // is its report until it makes one. Compared with KCM's report since, kvc's first one would
+      // show the attaches KCM reported first as kvc's detaches.
+      onAdd: (node: V1Node) => {
+        if (!this.#reported.has(objectKey(node))) {
+          this.#reported.set(objectKey(node), node.status?.volumesAttached ?? []);
+        }
+      },
+      // A node deleted: what either side would still report in its status is moot.
       onDelete: (node: KubernetesObject) => {
         this.#reported.delete(objectKey(node));
         this.#comparator.forget(`volumes-attached node ${objectKey(node)} `);

@@ -8,6 +8,7 @@ import { silentLogger } from "../../src/runtime/logger.js";
 import { ShadowMode } from "../../src/shadow/shadow-mode.js";
 
 interface Handler {
+  onAdd?(obj: KubernetesObject): void;
   onUpdate?(old: KubernetesObject, obj: KubernetesObject): void;
 }
 
@@ -22,7 +23,10 @@ function informer() {
       const key = obj.metadata?.name ?? "";
       const old = objects.get(key);
       objects.set(key, obj);
-      if (old) for (const h of handlers) h.onUpdate?.(old, obj);
+      for (const h of handlers) {
+        if (old) h.onUpdate?.(old, obj);
+        else h.onAdd?.(obj);
+      }
     },
   };
 }
@@ -32,7 +36,8 @@ const node = (...volumes: string[]): V1Node => ({
   status: { volumesAttached: volumes.map((name) => ({ name, devicePath: "" })) },
 });
 
-test("kvc's node report is compared with its own last report, not with KCM's", () => {
+/** A shadow of the attach/detach controller watching node n1 (listed as `listed`) and its report. */
+function attachDetachShadow(listed: V1Node) {
   const clock = new FakeClock();
   const shadow = new ShadowMode({
     clock,
@@ -42,7 +47,6 @@ test("kvc's node report is compared with its own last report, not with KCM's", (
     controllers: new Set(["persistentvolume-attach-detach-controller"]),
   });
   const nodes = informer();
-  nodes.set(node());
   const factory = {
     persistentVolumes: informer,
     persistentVolumeClaims: informer,
@@ -52,12 +56,18 @@ test("kvc's node report is compared with its own last report, not with KCM's", (
     informerFor: informer,
   } as unknown as InformerFactory;
   shadow.observe(factory);
+  nodes.set(listed);
   const report = (...volumes: string[]) =>
     shadow.recordWrite({
       method: "PATCH",
       path: "/api/v1/nodes/n1/status",
       body: JSON.stringify({ status: { volumesAttached: node(...volumes).status?.volumesAttached } }),
     });
+  return { clock, shadow, nodes, report };
+}
+
+test("kvc's node report is compared with its own last report, not with KCM's", () => {
+  const { clock, shadow, nodes, report } = attachDetachShadow(node());
   // Both report v attached.
   report("v");
   nodes.set(node("v"));
@@ -66,6 +76,23 @@ test("kvc's node report is compared with its own last report, not with KCM's", (
   report("v");
   // kvc detaches: its own report loses v.
   report();
+  clock.advance(1000);
+  assert.deepEqual(shadow.summary().totals, {
+    agree: 2,
+    differ: 0,
+    "kvc-only": 0,
+    "upstream-only": 0,
+    tie: 0,
+  });
+  shadow.stop();
+});
+
+test("kvc's first report is compared with the node as listed, not with KCM's report since", () => {
+  const { clock, shadow, nodes, report } = attachDetachShadow(node("old"));
+  // KCM attaches a and b and reports both before kvc's attach of b completes.
+  nodes.set(node("old", "a", "b"));
+  report("old", "a"); // not a detach of b: kvc never reported b
+  report("old", "a", "b");
   clock.advance(1000);
   assert.deepEqual(shadow.summary().totals, {
     agree: 2,
