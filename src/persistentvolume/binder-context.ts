@@ -14,6 +14,7 @@ import type { BinderApi } from "./binder-api.js";
 import type { ControllerCache } from "./controller-cache.js";
 import type { BinderMetrics } from "./metrics.js";
 import type { OperationScheduler } from "./operations.js";
+import type { WaitingClaims } from "./waiting-claims.js";
 
 /*
  * The ports of the binder's decisions: what syncClaim, syncVolume and the operations they start read
@@ -64,6 +65,8 @@ export interface BinderContext {
   readonly plugins: PluginFinder;
   readonly migration: CsiMigration;
   readonly operations: OperationScheduler;
+  /** Claims a volume turning Available wakes before the resync; undefined: none (shadow mode). */
+  readonly waitingClaims: WaitingClaims | undefined;
   /** Operation timings and counters (upstream operationTimestamps); undefined records nothing. */
   readonly metrics: BinderMetrics | undefined;
   readonly clock: Clock;

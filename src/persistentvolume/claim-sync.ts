@@ -95,6 +95,7 @@ async function syncUnboundClaimAnyVolume(ctx: BinderContext, claim: V1Persistent
     );
     // On an error, the next syncClaim finishes the binding.
     const key = claimKey(claim);
+    ctx.waitingClaims?.forget(key);
     try {
       await bind(ctx, volume, claim);
     } catch (err) {
@@ -135,6 +136,7 @@ async function syncUnboundClaimAnyVolume(ctx: BinderContext, claim: V1Persistent
       EventReason.FailedBinding,
       "no persistent volumes available for this claim and no storage class is set",
     );
+    ctx.waitingClaims?.wait(claim);
   }
   // Periodic syncs try again.
   await updateClaimStatus(ctx, claim, ClaimPhase.Pending, undefined);

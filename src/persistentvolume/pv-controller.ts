@@ -25,6 +25,7 @@ import { ControllerCache } from "./controller-cache.js";
 import type { PersistentVolumeMetrics } from "./metrics.js";
 import { OperationScheduler } from "./operations.js";
 import { claimKey } from "./pv-helpers.js";
+import { WaitingClaims } from "./waiting-claims.js";
 import { syncVolume } from "./volume-sync.js";
 import { inTreeCsiMigration, type CsiMigration } from "../volume/csimigration/plugin-manager.js";
 
@@ -85,6 +86,9 @@ export class PersistentVolumeController {
       plugins,
       migration: deps.migration ?? inTreeCsiMigration,
       operations: deps.operations ?? new OperationScheduler(clock, log),
+      // Shadow mode compares decisions with KCM's, whose claims wait for the resync: waking them
+      // earlier would only report kvc's timing (kvc-only until KCM's resync).
+      waitingClaims: options.shadow ? undefined : new WaitingClaims(),
       metrics: deps.metrics?.forController(
         {
           volumes: () => cache.listVolumes(),
@@ -188,6 +192,7 @@ export class PersistentVolumeController {
   deleteClaim(claim: V1PersistentVolumeClaim): void {
     const key = claimKey(claim);
     this.#ctx.cache.deleteClaim(key);
+    this.#ctx.waitingClaims?.forget(key);
     this.#ctx.log.debug({ PVC: objectRef(claim) }, "Claim deleted");
     // An unfinished provisioning is never observed.
     this.#ctx.metrics?.forgetOperation(key);

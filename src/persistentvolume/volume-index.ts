@@ -353,15 +353,20 @@ function passes(query: ClaimQuery, candidate: Candidate, rules: readonly Rule[])
  * none: the volume matches. The same rules findBestMatch applies.
  */
 export function volumeVerdict(query: ClaimQuery, pv: V1PersistentVolume): MismatchReason[] {
-  const candidate: Candidate = {
-    pv,
-    capacity: volumeCapacity(pv),
-    modes: accessModesMask(pv.spec?.accessModes),
-  };
+  const candidate = candidateOf(pv);
   return RULES.filter((rule) => rule.fails(query, candidate)).map((rule) => ({
     code: rule.code,
     ...rule.compared(query, candidate),
   }));
+}
+
+/** Whether FindMatchingVolume would take `pv` for the claim: volumeVerdict without the reasons. */
+export function volumeMatches(query: ClaimQuery, pv: V1PersistentVolume): boolean {
+  return passes(query, candidateOf(pv), RULES);
+}
+
+function candidateOf(pv: V1PersistentVolume): Candidate {
+  return { pv, capacity: volumeCapacity(pv), modes: accessModesMask(pv.spec?.accessModes) };
 }
 
 function claimWithUid(claim: V1PersistentVolumeClaim): string {

@@ -27,7 +27,11 @@ export async function syncVolume(ctx: BinderContext, volume: V1PersistentVolume)
   const ref = volume.spec?.claimRef;
   // Unused, or reserved for a claim that syncClaim will bind.
   if (!ref?.uid) {
-    await updateVolumePhase(ctx, volume, VolumePhase.Available, "");
+    const turnsAvailable = volume.status?.phase !== VolumePhase.Available;
+    volume = await updateVolumePhase(ctx, volume, VolumePhase.Available, "");
+    // Not upstream (WaitingClaims): a claim waiting for such a volume need not wait for the resync.
+    const waiting = turnsAvailable ? ctx.waitingClaims?.takeMatch(volume) : undefined;
+    if (waiting) ctx.enqueueClaim(waiting);
     return;
   }
 

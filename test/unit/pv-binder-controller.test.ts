@@ -983,6 +983,23 @@ describe("PV binder: entry points", () => {
     );
   });
 
+  test("a volume turning Available wakes a claim that found none (not upstream: no 15 s resync wait)", async () => {
+    const claim = newClaim("c", "u", "1Gi", "", "Pending", "");
+    const volume = newVolume("v", "1Gi", "", "", "Pending", "Retain", "");
+    const h = harness([], [claim]);
+    await h.ctrl.updateClaim(structuredClone(claim));
+    assert.deepEqual(h.events, ["Normal FailedBinding no persistent volumes available for this claim and no storage class is set"]);
+    h.api.volumes.set("v", structuredClone(volume));
+    await h.ctrl.updateVolume(structuredClone(volume));
+    assert.equal(h.api.volumes.get("v")?.status?.phase, "Available");
+    assert.deepEqual(h.enqueuedClaims, ["default/c"]);
+    // Woken once: the volume's next sync (Available already) wakes nothing.
+    await h.ctrl.updateVolume(structuredClone(h.api.volumes.get("v")!));
+    assert.deepEqual(h.enqueuedClaims, ["default/c"]);
+    await h.ctrl.updateClaim(structuredClone(h.api.claims.get("default/c")!));
+    assert.equal(h.api.claims.get("default/c")?.spec?.volumeName, "v");
+  });
+
   test("resync enqueues every claim, then every volume, from the informers", () => {
     const h = harness([newVolume("v", "1Gi", "", "", "Available", "Retain", "")], []);
     h.ctrl.resync();
