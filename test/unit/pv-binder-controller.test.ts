@@ -988,7 +988,9 @@ describe("PV binder: entry points", () => {
     const volume = newVolume("v", "1Gi", "", "", "Pending", "Retain", "");
     const h = harness([], [claim]);
     await h.ctrl.updateClaim(structuredClone(claim));
-    assert.deepEqual(h.events, ["Normal FailedBinding no persistent volumes available for this claim and no storage class is set"]);
+    assert.deepEqual(h.events, [
+      "Normal FailedBinding no persistent volumes available for this claim and no storage class is set",
+    ]);
     h.api.volumes.set("v", structuredClone(volume));
     await h.ctrl.updateVolume(structuredClone(volume));
     assert.equal(h.api.volumes.get("v")?.status?.phase, "Available");
