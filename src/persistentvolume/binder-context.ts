@@ -61,6 +61,8 @@ export interface BinderContext {
   readonly classes: Lister<V1StorageClass>;
   /** The claim informer: consulted before the API when a bound claim is missing from the cache. */
   readonly claimInformer: Lister<V1PersistentVolumeClaim>;
+  /** The volume informer: shadow mode tells a replayed version (UnsyncedVersions) from its latest. */
+  readonly volumeInformer: Lister<V1PersistentVolume>;
   readonly nodes: Lister<V1Node>;
   readonly plugins: PluginFinder;
   readonly migration: CsiMigration;

@@ -82,6 +82,7 @@ export class PersistentVolumeController {
       cache,
       classes,
       claimInformer: claims,
+      volumeInformer: deps.volumes,
       nodes,
       plugins,
       migration: deps.migration ?? inTreeCsiMigration,

@@ -111,11 +111,11 @@ async function findClaim(
     claim = ctx.claimInformer.get(key) ?? (await unlessNotFound(ctx.api.getClaim(namespace, name)));
   }
   const released = phase === VolumePhase.Released || phase === VolumePhase.Failed;
-  if (claim && ctx.options.shadow && (released || !ctx.claimInformer.get(key))) {
+  if (claim && ctx.options.shadow && (released || replayed(ctx, volume) || !ctx.claimInformer.get(key))) {
     // Shadow mode: KCM released the volume on its claim's deletion, which the claim informer may not
-    // have delivered yet, or which the binder's cache has not caught up with while the version KCM
-    // released is synced again (UnsyncedVersions): marking it Bound again, or keeping it so, would be
-    // no decision of kvc's. The API says.
+    // have delivered yet (the volume informer, a watch of its own, may be ahead: the version KCM
+    // released is then synced again, UnsyncedVersions), or which the binder's cache has not caught up
+    // with: marking it Bound again, or keeping it so, would be no decision of kvc's. The API says.
     claim = await unlessNotFound(ctx.api.getClaim(namespace, name));
   }
   if (claim && claim.metadata?.uid !== uid) {
@@ -128,6 +128,12 @@ async function findClaim(
     if (claim && claim.metadata?.uid !== uid) claim = undefined;
   }
   return claim;
+}
+
+/** Whether `volume` is an earlier version than the informer's (shadow mode replays those). */
+function replayed(ctx: BinderContext, volume: V1PersistentVolume): boolean {
+  const latest = ctx.volumeInformer.get(volume.metadata?.name ?? "");
+  return latest?.metadata?.resourceVersion !== volume.metadata?.resourceVersion;
 }
 
 /** Saves migrated-to and the deletion-protection finalizers if they need fixing; answers the current volume. */

@@ -640,8 +640,11 @@ export class Harness {
   readonly enqueuedVolumes: string[] = [];
   readonly nodes: V1Node[];
   readonly ctrl: PersistentVolumeController;
-  /** Whether the claim informer shows the API's claims (event-driven tests) or nothing (sync tests). */
-  informerHasClaims = false;
+  /**
+   * What the claim informer shows: the API's claims (true, event-driven tests), nothing (false, sync
+   * tests), or exactly these (a claim informer behind the API).
+   */
+  informerHasClaims: boolean | V1PersistentVolumeClaim[] = false;
 
   constructor(
     readonly test: BinderTest,
@@ -656,7 +659,10 @@ export class Harness {
     this.ctrl = new PersistentVolumeController({
       api: this.api,
       classes: lister(() => env.classes ?? []),
-      claims: lister(() => (this.informerHasClaims ? this.api.claims.values() : [])),
+      claims: lister(() => {
+        const shown = this.informerHasClaims;
+        return Array.isArray(shown) ? shown : shown ? this.api.claims.values() : [];
+      }),
       volumes: lister(() => this.api.volumes.values()),
       nodes: lister(() => this.nodes),
       pods: {

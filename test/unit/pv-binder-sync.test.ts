@@ -1094,6 +1094,35 @@ describe("PV binder in shadow mode", () => {
     );
     assert.deepEqual(written, ["Released"]);
   });
+  test("syncing the bound version of a volume KCM released asks the API while the claim informer still shows the claim", async () => {
+    const written: (string | undefined)[] = [];
+    const bound = newVolume("volume-s", "10Gi", "uid-s", "claim-s", "Bound", "Retain", "");
+    const kcmReleased = { ...released, metadata: { ...released.metadata, resourceVersion: "2" } };
+    await runSyncTest(
+      {
+        name: "shadow: the version KCM released, its claim's deletion not delivered",
+        initialVolumes: [kcmReleased],
+        expectedVolumes: [kcmReleased],
+        initialClaims: [claim],
+        expectedClaims: [],
+        expectedEvents: [],
+        test: async (h) => {
+          // The volume informer (its own watch) delivered KCM's release; the claim informer has not
+          // delivered the claim's deletion (seed 1000 of the conformance suite's shadow check).
+          h.informerHasClaims = [claim];
+          h.api.claims.delete(claimKeyOf(claim));
+          const update = h.api.updateVolumeStatus.bind(h.api);
+          h.api.updateVolumeStatus = (volume) => {
+            written.push(volume.status?.phase);
+            return update(volume);
+          };
+          await h.ctrl.syncVolume(structuredClone(bound)).catch(() => undefined);
+        },
+      },
+      { shadow: true },
+    );
+    assert.deepEqual(written, ["Released"]);
+  });
   test("releasing a volume KCM already deleted goes on to its reclaim", async () => {
     const bound = newVolume("volume-s", "10Gi", "uid-s", "claim-s", "Bound", "Retain", "");
     await runSyncTest(
