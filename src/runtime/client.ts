@@ -14,11 +14,10 @@ import {
   wrapHttpLibrary,
   type RequestContext,
 } from "@kubernetes/client-node";
-// client-node does not export its default HTTP library from the package root.
-import { IsomorphicFetchHttpLibrary } from "@kubernetes/client-node/dist/gen/http/isomorphic-fetch.js";
 import { existsSync } from "node:fs";
 import { delimiter } from "node:path";
 import { Counter, Histogram, type Registry } from "prom-client";
+import { request as undiciRequest } from "undici";
 import { deadline, realClock, sleep, type Clock } from "./clock.js";
 import type { WriteGate } from "./write-gate.js";
 import { TokenBucket } from "./workqueue/rate-limiter.js";
@@ -151,6 +150,15 @@ export interface ApiClientOptions {
   };
 }
 
+/** A response's headers as client-node reads them: one string per name (repeated ones joined). */
+function headerRecord(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const record: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) record[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return record;
+}
+
 /** Methods that change nothing on the server: never fenced. */
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -175,7 +183,6 @@ export class ApiClients {
     if (!cluster) throw new Error("the kubeconfig has no current cluster");
     this.limiter = new ClientRateLimiter(opts.qps, opts.burst, opts.clock);
     const metrics = opts.registry ? restClientMetrics(opts.registry) : undefined;
-    const inner = new IsomorphicFetchHttpLibrary();
     const host = new URL(cluster.server).host;
     const limiter = this.limiter;
     const clock = opts.clock ?? realClock;
@@ -221,14 +228,25 @@ export class ApiClients {
         if (signals.length) request.setSignal(AbortSignal.any(signals));
         const end = metrics?.duration.startTimer({ verb: method, host });
         try {
-          const response = await inner.send(request).toPromise();
-          // Read the body under the same deadline: a server may stall after the headers. (As text:
-          // client-node's binary() calls a Response.buffer() that undici's fetch does not have.)
-          const body = Buffer.from(await response.body.text());
-          metrics?.requests.inc({ code: String(response.httpStatusCode), method, host });
+          // undici's request, not the fetch client-node sends with: the same connection pool without
+          // fetch's WHATWG Request/Response/stream objects (binding 1,000 pairs: 28% less CPU,
+          // docs/performance.md). Unlike fetch it asks for no compression: in-cluster, the CPU of
+          // gunzip costs more than the bytes.
+          const dispatcher = request.getDispatcher();
+          const signal = request.getSignal();
+          const response = await undiciRequest(request.getUrl(), {
+            method,
+            body: (request.getBody() as string | undefined) ?? null,
+            headers: request.getHeaders(),
+            ...(signal && { signal }),
+            ...(dispatcher && { dispatcher }),
+          });
+          // Read the body under the same deadline: a server may stall after the headers.
+          const body = Buffer.from(await response.body.arrayBuffer());
+          metrics?.requests.inc({ code: String(response.statusCode), method, host });
           return new ResponseContext(
-            response.httpStatusCode,
-            response.headers,
+            response.statusCode,
+            headerRecord(response.headers),
             new SelfDecodingBody(Promise.resolve(body)),
           );
         } catch (err) {
