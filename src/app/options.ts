@@ -144,11 +144,12 @@ export const RUN_FLAGS = {
   "concurrent-pvclaimbinder-syncs": {
     coerce: int(1),
     group: "Persistent volume binder:",
-    default: 1,
+    default: 4,
     describe:
-      "Not in KCM (whose binder has one claim worker and one volume worker, as the default here): how many " +
-      "claims, and how many volumes, the binder syncs at once. Concurrent claim syncs never choose " +
-      "one volume for two claims: the choice and its reservation are one step (docs/pv-binder.md).",
+      "Not in KCM (whose binder has one claim worker and one volume worker): how many claims, and how " +
+      "many volumes, the binder syncs at once (1: as KCM; shadow mode always 1). Concurrent claim syncs " +
+      "never choose one volume for two claims: the choice and its reservation are one step " +
+      "(docs/pv-binder.md).",
   },
   "enable-dynamic-provisioning": {
     type: "boolean",

@@ -31,7 +31,11 @@ export interface PersistentVolumeControllerRunnerOptions {
   metrics?: PersistentVolumeMetrics;
   /** --pvclaimbinder-sync-period: every claim, then every volume, is re-queued this often. */
   resyncPeriodMs: number;
-  /** --concurrent-pvclaimbinder-syncs: claim keys, and volume keys, synced at once; default 1, as upstream. */
+  /**
+   * --concurrent-pvclaimbinder-syncs: claim keys, and volume keys, synced at once; default 1, as
+   * upstream. Shadow mode syncs one at a time whatever this says: it compares kvc's decisions with
+   * KCM's one worker's, and concurrent claims may choose among equal volumes in another order.
+   */
   concurrentSyncs?: number;
   /** --enable-dynamic-provisioning. */
   enableDynamicProvisioning: boolean;
@@ -75,7 +79,7 @@ export class PersistentVolumeControllerRunner {
     // Named by the controller manager (the `controller` binding, as klog.LoggerWithName upstream).
     const log = opts.logger;
     this.#resyncPeriodMs = opts.resyncPeriodMs;
-    this.#concurrentSyncs = opts.concurrentSyncs ?? 1;
+    this.#concurrentSyncs = opts.shadow ? 1 : (opts.concurrentSyncs ?? 1);
     this.#unsynced = opts.shadow
       ? // A volume's last synced version again: the release needs it. A claim's not: replayed after
         // its deletion began, it repeated a binding KCM did not (kvc-only; test/integration/shadow).
