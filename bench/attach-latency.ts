@@ -2,9 +2,9 @@
  * Attach latency: from a pod's creation (scheduled to a managed node, its CSI claim already bound) to
  * the VolumeAttachment the attach/detach controller creates, p50/p99 over N pods (default 200), for
  * kvc and for upstream kube-controller-manager, one after the other on the same embedded control
- * plane, each with KCM's default client limits (20 qps, burst 30). Prints a markdown table; asserts
- * nothing.
- *   npm run bench:attach [-- --pods=200]
+ * plane, each with KCM's default client limits (20 qps, burst 30), or with `--unthrottled` none.
+ * Prints a markdown table; asserts nothing.
+ *   npm run bench:attach [-- --pods=200 --unthrottled]
  */
 import { parseArgs } from "node:util";
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1VolumeAttachment } from "@kubernetes/client-node";
@@ -14,8 +14,12 @@ import { waitFor } from "../src/util/wait.js";
 import { startKvc } from "../test/support/kvc-process.js";
 import { createPreBoundPair, pool, setClaimBound } from "./support.js";
 
-const { values } = parseArgs({ options: { pods: { type: "string", default: "200" } } });
+const { values } = parseArgs({
+  options: { pods: { type: "string", default: "200" }, unthrottled: { type: "boolean", default: false } },
+});
 const PODS = Number(values.pods);
+// As bench/throughput.ts: limits no run reaches.
+const LIMITS = values.unthrottled ? { qps: 100_000, burst: 100_000 } : { qps: 20, burst: 30 };
 const CONCURRENCY = 10;
 const DRIVER = "bench.csi.example.com";
 
@@ -101,6 +105,8 @@ try {
         "--leader-elect=false",
         "--controllers=persistentvolume-attach-detach-controller",
         `--flex-volume-plugin-dir=${cp.dir}/flexvolume`,
+        `--kube-api-qps=${LIMITS.qps}`,
+        `--kube-api-burst=${LIMITS.burst}`,
       ]);
       await kvc.ready();
       return async () => {
@@ -114,13 +120,16 @@ try {
     await measure("kcm", async () => {
       const kcm = await cp.startKubeControllerManager({
         controllers: ["persistentvolume-attach-detach-controller"],
+        qps: LIMITS.qps,
+        burst: LIMITS.burst,
       });
       return () => kcm.stop();
     }),
   ]);
   const [kvc, kcm] = results.map(([, l]) => l);
   console.log(
-    `\nAttach latency, pod created → VolumeAttachment created, ${PODS} pods, ${CONCURRENCY} creates in flight\n`,
+    `\nAttach latency, pod created → VolumeAttachment created, ${PODS} pods, ${CONCURRENCY} creates in flight, ` +
+      `${values.unthrottled ? "unthrottled" : "20 qps / 30 burst"}\n`,
   );
   console.log("| controller | p50 (ms) | p99 (ms) | max (ms) |");
   console.log("| --- | ---: | ---: | ---: |");
