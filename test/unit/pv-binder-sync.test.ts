@@ -27,6 +27,7 @@ import {
   withVAC,
   withVolumeMode,
   type BinderTest,
+  type Harness,
 } from "./pv-binder-framework.js";
 
 const labels = { foo: "true", bar: "false" };
@@ -1066,20 +1067,27 @@ describe("PV binder in shadow mode", () => {
     ANN_SKIP_LOCAL_STORE,
   );
   const bound = newClaim("claim-p", "uid-p", "10Gi", "volume-p", "Bound", undefined, BC, BbC);
-  test("syncing the bound version of a volume KCM released asks the API for the claim the cache still holds", async () => {
+  /**
+   * The phases written while syncing the Bound version of a volume whose Released version (KCM's)
+   * the API holds, its claim deleted; the claim informer shows `informerShows`.
+   */
+  async function phasesWrittenSyncingBound(
+    name: string,
+    informerShows: Harness["informerHasClaims"],
+  ): Promise<(string | undefined)[]> {
     const written: (string | undefined)[] = [];
     const bound = newVolume("volume-s", "10Gi", "uid-s", "claim-s", "Bound", "Retain", "");
+    const kcmReleased = { ...released, metadata: { ...released.metadata, resourceVersion: "2" } };
     await runSyncTest(
       {
-        name: "shadow: the version KCM released, its claim cached but gone",
-        initialVolumes: [{ ...released, metadata: { ...released.metadata, resourceVersion: "2" } }],
-        expectedVolumes: [{ ...released, metadata: { ...released.metadata, resourceVersion: "2" } }],
+        name,
+        initialVolumes: [kcmReleased],
+        expectedVolumes: [kcmReleased],
         initialClaims: [claim],
         expectedClaims: [],
         expectedEvents: [],
         test: async (h) => {
-          // The claim informer has delivered the deletion; the binder's cache still holds the claim.
-          h.informerHasClaims = true;
+          h.informerHasClaims = informerShows;
           h.api.claims.delete(claimKeyOf(claim));
           const update = h.api.updateVolumeStatus.bind(h.api);
           h.api.updateVolumeStatus = (volume) => {
@@ -1092,34 +1100,22 @@ describe("PV binder in shadow mode", () => {
       },
       { shadow: true },
     );
+    return written;
+  }
+  test("syncing the bound version of a volume KCM released asks the API for the claim the cache still holds", async () => {
+    // The claim informer has delivered the deletion; the binder's cache still holds the claim.
+    const written = await phasesWrittenSyncingBound(
+      "shadow: the version KCM released, its claim cached but gone",
+      true,
+    );
     assert.deepEqual(written, ["Released"]);
   });
   test("syncing the bound version of a volume KCM released asks the API while the claim informer still shows the claim", async () => {
-    const written: (string | undefined)[] = [];
-    const bound = newVolume("volume-s", "10Gi", "uid-s", "claim-s", "Bound", "Retain", "");
-    const kcmReleased = { ...released, metadata: { ...released.metadata, resourceVersion: "2" } };
-    await runSyncTest(
-      {
-        name: "shadow: the version KCM released, its claim's deletion not delivered",
-        initialVolumes: [kcmReleased],
-        expectedVolumes: [kcmReleased],
-        initialClaims: [claim],
-        expectedClaims: [],
-        expectedEvents: [],
-        test: async (h) => {
-          // The volume informer (its own watch) delivered KCM's release; the claim informer has not
-          // delivered the claim's deletion (seed 1000 of the conformance suite's shadow check).
-          h.informerHasClaims = [claim];
-          h.api.claims.delete(claimKeyOf(claim));
-          const update = h.api.updateVolumeStatus.bind(h.api);
-          h.api.updateVolumeStatus = (volume) => {
-            written.push(volume.status?.phase);
-            return update(volume);
-          };
-          await h.ctrl.syncVolume(structuredClone(bound)).catch(() => undefined);
-        },
-      },
-      { shadow: true },
+    // The volume informer (its own watch) delivered KCM's release; the claim informer has not
+    // delivered the claim's deletion (seed 1000 of the conformance suite's shadow check).
+    const written = await phasesWrittenSyncingBound(
+      "shadow: the version KCM released, its claim's deletion not delivered",
+      [claim],
     );
     assert.deepEqual(written, ["Released"]);
   });
