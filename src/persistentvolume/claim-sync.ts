@@ -129,6 +129,12 @@ async function syncUnboundClaimAnyVolume(ctx: BinderContext, claim: V1Persistent
     // The operation updates the claim; the next sync binds what it provisioned.
     provisionClaim(ctx, claim);
     return;
+  } else if (ctx.waitingClaims && ctx.cache.findTurningAvailable(claim)) {
+    // Not upstream: a volume that fits is about to turn Available (new, its sync queued), which wakes
+    // this claim (WaitingClaims); upstream's claim posts FailedBinding first. When pairs are created
+    // together those events were most of the writes beyond the binds (docs/performance.md).
+    ctx.log.debug(log, "Synchronizing unbound PersistentVolumeClaim, waiting for a volume turning Available");
+    ctx.waitingClaims.wait(claim);
   } else {
     ctx.claimEvent(
       claim,

@@ -24,6 +24,8 @@ export class ControllerCache {
   /** Volume name → key of the claim a bind in progress is binding it to. */
   readonly #reserved = new Map<string, string>();
   readonly #isReserved = (name: string) => this.#reserved.has(name);
+  /** Volumes whose last sync failed: they may never turn Available (see findTurningAvailable). */
+  readonly #failedSyncs = new Set<string>();
   readonly #log: LogSink;
 
   constructor(log: LogSink) {
@@ -66,6 +68,23 @@ export class ControllerCache {
   }
 
   /**
+   * A volume that fits the claim and that its pending sync will make Available (VolumeIndex), one
+   * whose last sync failed excepted. Not upstream: the claim may wait for it without an event.
+   */
+  findTurningAvailable(claim: V1PersistentVolumeClaim): V1PersistentVolume | undefined {
+    return this.#volumes.findTurningAvailable(
+      claim,
+      (name) => this.#isReserved(name) || this.#failedSyncs.has(name),
+    );
+  }
+
+  /** How the volume's last sync ended. */
+  volumeSynced(name: string, ok: boolean): void {
+    if (ok) this.#failedSyncs.delete(name);
+    else this.#failedSyncs.add(name);
+  }
+
+  /**
    * Reserves the volume for the claim until the returned release is called; throws, reserving
    * nothing, when a bind to another claim holds it.
    */
@@ -102,6 +121,7 @@ export class ControllerCache {
 
   deleteVolume(name: string): void {
     this.#volumes.delete(name);
+    this.#failedSyncs.delete(name);
   }
 
   deleteClaim(key: string): void {

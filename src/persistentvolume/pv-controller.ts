@@ -150,7 +150,9 @@ export class PersistentVolumeController {
     try {
       if (!this.#ctx.cache.storeVolume(volume)) return;
       await syncVolume(this.#ctx, volume);
+      this.#ctx.cache.volumeSynced(name, true);
     } catch (err) {
+      this.#ctx.cache.volumeSynced(name, false);
       this.#logSyncError(err, "Could not sync volume", { volumeName: name });
       throw err;
     }

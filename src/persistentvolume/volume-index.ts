@@ -33,6 +33,8 @@ import { compareQuantities, quoteQuantity, type Quantity } from "../util/quantit
  *   claim's selector rejects.
  * - PVs with a claimRef are found through a claimRef (namespace/name) index; the pre-bound filters
  *   (capacity, volumeMode, VAC, deletion) are checked per candidate.
+ * - Unbound, not-deleting PVs in another phase (new ones are Pending) sit in groups of their own:
+ *   their next sync makes them Available (findTurningAvailable, not upstream: see WaitingClaims).
  *
  * Upstream leaves ties to map order. Our tie rules, one fixed execution of upstream:
  * - buckets with the same number of modes are visited in ascending accessModesKey order
@@ -49,7 +51,8 @@ import { compareQuantities, quoteQuantity, type Quantity } from "../util/quantit
 export class VolumeIndex {
   readonly #byName = new Map<string, Entry>();
   readonly #byClaimRef = new Map<string, Entry[]>();
-  readonly #available = new Map<string, CapacityOrder>();
+  /** Groups by "<phase>:<access-mode mask>:<attributes>", phase "A" for Available, "T" for turning Available. */
+  readonly #groups = new Map<string, CapacityOrder>();
 
   get size(): number {
     return this.#byName.size;
@@ -76,16 +79,12 @@ export class VolumeIndex {
     const modes = accessModesMask(spec?.accessModes);
     const ref = spec?.claimRef;
     const claimRefKey = ref == null ? undefined : `${ref.namespace ?? ""}/${ref.name ?? ""}`;
-    const matchable =
-      ref == null &&
-      capacity !== undefined &&
-      pv.status?.phase === "Available" &&
-      pv.metadata?.deletionTimestamp == null;
     let group: CapacityOrder | undefined;
-    if (matchable) {
-      const key = `${modes}:${groupAttributes(getVolumeClass(pv), volumeModeOf(spec), volumeVAC(pv))}`;
-      group = this.#available.get(key);
-      if (!group) this.#available.set(key, (group = new CapacityOrder(key)));
+    if (ref == null && capacity !== undefined && pv.metadata?.deletionTimestamp == null) {
+      const phase = pv.status?.phase === "Available" ? AVAILABLE : TURNING_AVAILABLE;
+      const key = `${phase}:${modes}:${groupAttributes(getVolumeClass(pv), volumeModeOf(spec), volumeVAC(pv))}`;
+      group = this.#groups.get(key);
+      if (!group) this.#groups.set(key, (group = new CapacityOrder(key)));
     }
     const entry: Entry = { pv, name, capacity, modes, group, claimRefKey };
     this.#byName.set(name, entry);
@@ -111,7 +110,7 @@ export class VolumeIndex {
     const { group, claimRefKey } = entry;
     if (group && isSized(entry)) {
       group.remove(entry);
-      if (group.isEmpty) this.#available.delete(group.key);
+      if (group.isEmpty) this.#groups.delete(group.key);
     }
     if (claimRefKey !== undefined) {
       const list = this.#byClaimRef.get(claimRefKey) ?? [];
@@ -134,18 +133,48 @@ export class VolumeIndex {
   ): MatchResult {
     const query = claimQuery(claim);
     if (query instanceof Error) return { error: query.message };
-    const rest = (entry: Entry) => !excluded(entry.name) && passes(query, entry, UNGROUPED_RULES);
     const prebound = this.#prebound(query, excluded);
-    const attributes = groupAttributes(query.storageClass, query.volumeMode, query.vac);
     for (const mask of BUCKET_ORDER) {
       if ((mask & query.modes) !== query.modes) continue;
       if (prebound?.modes === mask) return { volume: prebound.pv };
       // The PV controller leaves unbound volumes of WaitForFirstConsumer claims to the scheduler.
       if (delayBinding) continue;
-      const found = this.#available.get(`${mask}:${attributes}`)?.first(query.request, rest);
+      const found = this.#first(AVAILABLE, mask, query, excluded);
       if (found) return { volume: found.pv };
     }
     return {};
+  }
+
+  /**
+   * The volume findBestMatch would answer for the claim (not delaying binding, nothing pre-bound)
+   * once the unbound volumes not yet Available have been synced: their sync makes them Available.
+   * Not upstream: a claim that finds nothing yet waits for such a volume without an event.
+   */
+  findTurningAvailable(
+    claim: V1PersistentVolumeClaim,
+    excluded: (name: string) => boolean = () => false,
+  ): V1PersistentVolume | undefined {
+    const query = claimQuery(claim);
+    if (query instanceof Error) return undefined;
+    for (const mask of BUCKET_ORDER) {
+      if ((mask & query.modes) !== query.modes) continue;
+      const found = this.#first(TURNING_AVAILABLE, mask, query, excluded);
+      if (found) return found.pv;
+    }
+    return undefined;
+  }
+
+  /** The smallest volume of one group that fits the claim and passes the rules the group does not stand for. */
+  #first(
+    phase: string,
+    mask: number,
+    query: ClaimQuery,
+    excluded: (name: string) => boolean,
+  ): Entry | undefined {
+    const key = `${phase}:${mask}:${groupAttributes(query.storageClass, query.volumeMode, query.vac)}`;
+    return this.#groups
+      .get(key)
+      ?.first(query.request, (entry) => !excluded(entry.name) && passes(query, entry, UNGROUPED_RULES));
   }
 
   /** The pre-bound volume upstream would return first: earliest bucket, then smallest name. */
@@ -174,7 +203,7 @@ interface Candidate {
 
 interface Entry extends Candidate {
   readonly name: string;
-  /** The available group holding this PV, if it is Available, unbound and not being deleted. */
+  /** The group holding this PV, if it is unbound and not being deleted (Available or turning so). */
   readonly group: CapacityOrder | undefined;
   readonly claimRefKey: string | undefined;
 }
@@ -450,6 +479,10 @@ function visitedBefore(a: Entry, b: Entry): boolean {
   const byBucket = (BUCKET_RANK.get(a.modes) ?? 0) - (BUCKET_RANK.get(b.modes) ?? 0);
   return byBucket < 0 || (byBucket === 0 && a.name < b.name);
 }
+
+/** Group key prefixes: an Available volume; one in another phase, which its next sync makes Available. */
+const AVAILABLE = "A";
+const TURNING_AVAILABLE = "T";
 
 const describe = (quantity: string | undefined): string =>
   quantity === undefined ? "missing" : quoteQuantity(quantity);

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { describe, test } from "node:test";
-import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import { ApiException, type V1PersistentVolume, type V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import fc from "fast-check";
 import { createLogger, silentLogger } from "../../src/runtime/logger.js";
 import {
@@ -50,6 +50,7 @@ import {
   withFinalizers,
   withSelector,
   type BinderTest,
+  type ReactorError,
 } from "./pv-binder-framework.js";
 
 // ---- set 5: the controller driven by events ----
@@ -923,7 +924,11 @@ function modifyVolume(
 }
 
 describe("PV binder: entry points", () => {
-  const harness = (volumes: V1PersistentVolume[], claims: V1PersistentVolumeClaim[]) =>
+  const harness = (
+    volumes: V1PersistentVolume[],
+    claims: V1PersistentVolumeClaim[],
+    errors: ReactorError[] = [],
+  ) =>
     new Harness(
       {
         name: "e",
@@ -932,6 +937,7 @@ describe("PV binder: entry points", () => {
         initialClaims: claims,
         expectedClaims: [],
         expectedEvents: [],
+        errors,
         test: "syncClaim",
       },
       {},
@@ -1000,6 +1006,41 @@ describe("PV binder: entry points", () => {
     assert.deepEqual(h.enqueuedClaims, ["default/c"]);
     await h.ctrl.updateClaim(structuredClone(h.api.claims.get("default/c")!));
     assert.equal(h.api.claims.get("default/c")?.spec?.volumeName, "v");
+  });
+
+  test("a claim a new volume will fit waits for it without FailedBinding (not upstream)", async () => {
+    const claim = newClaim("c", "u", "1Gi", "", "Pending", "");
+    const volume = newVolume("v", "1Gi", "", "", "Pending", "Retain", "");
+    const h = harness([volume], [claim]);
+    // The volume's sync (Pending to Available) has not run yet.
+    await h.ctrl.updateClaim(structuredClone(claim));
+    assert.deepEqual(h.events, []);
+    assert.equal(h.api.claims.get("default/c")?.spec?.volumeName, undefined);
+    await h.ctrl.updateVolume(structuredClone(volume));
+    assert.deepEqual(h.enqueuedClaims, ["default/c"]);
+    await h.ctrl.updateClaim(structuredClone(h.api.claims.get("default/c")!));
+    assert.equal(h.api.claims.get("default/c")?.spec?.volumeName, "v");
+    assert.deepEqual(h.events, []);
+  });
+
+  test("a new volume that does not fit, or whose sync failed, leaves the claim its FailedBinding", async () => {
+    const failed =
+      "Normal FailedBinding no persistent volumes available for this claim and no storage class is set";
+    const claim = newClaim("c", "u", "2Gi", "", "Pending", "");
+    const small = harness([newVolume("v", "1Gi", "", "", "Pending", "Retain", "")], [claim]);
+    await small.ctrl.updateClaim(structuredClone(claim));
+    assert.deepEqual(small.events, [failed]);
+
+    const volume = newVolume("v", "2Gi", "", "", "Pending", "Retain", "");
+    const conflict = new ApiException(409, "Conflict", "{}", {});
+    const h = harness(
+      [volume],
+      [claim],
+      [{ verb: "update", resource: "persistentvolumes", error: conflict }],
+    );
+    await assert.rejects(h.ctrl.updateVolume(structuredClone(volume)));
+    await h.ctrl.updateClaim(structuredClone(claim));
+    assert.deepEqual(h.events, [failed]);
   });
 
   test("resync enqueues every claim, then every volume, from the informers", () => {

@@ -436,6 +436,46 @@ describe("pre-bound volumes and bucket order", () => {
   });
 });
 
+describe("findTurningAvailable (not upstream)", () => {
+  const claim = makeClaim("2G", { modes: [RWO] });
+  const name = (index: VolumeIndex, excluded?: (name: string) => boolean) =>
+    index.findTurningAvailable(claim, excluded)?.metadata?.name;
+
+  test("the smallest unbound volume that fits, in any phase but Available", () => {
+    for (const phase of ["Pending", "Released", "Failed", null]) {
+      const index = indexOf([
+        makePV("big", "5G", { phase }),
+        makePV("fits", "2G", { phase }),
+        makePV("small", "1G", { phase }),
+      ]);
+      assert.equal(name(index), "fits", `phase ${phase}`);
+      assert.equal(
+        name(index, (n) => n === "fits"),
+        "big",
+        `phase ${phase}, "fits" excluded`,
+      );
+    }
+  });
+
+  test("never an Available, bound, deleting or mismatched volume", () => {
+    const ref = { name: "other", namespace: "myns", uid: "u" };
+    const index = indexOf([
+      makePV("available", "2G"),
+      makePV("bound", "2G", { phase: "Bound", claimRef: ref }),
+      makePV("deleting", "2G", { phase: "Pending", deleting: true }),
+      makePV("gold", "2G", { phase: "Pending", storageClass: "gold" }),
+      makePV("rox", "2G", { phase: "Pending", modes: [ROX] }),
+    ]);
+    assert.equal(name(index), undefined);
+    assert.equal(index.findBestMatch(claim, false).volume?.metadata?.name, "available");
+    // Its sync made it Available: it leaves the turning group for the Available one.
+    index.add(makePV("pending", "2G", { phase: "Pending" }));
+    assert.equal(name(index), "pending");
+    index.add(makePV("pending", "2G"));
+    assert.equal(name(index), undefined);
+  });
+});
+
 describe("pv_helpers_test.go TestFindMatchVolumeWithNode, controller path (node nil)", () => {
   // Rows about node affinity and exclusion are scheduler-only; VAC-off rows do not apply (gate on).
   const volumes = (vac?: string): V1PersistentVolume[] => {

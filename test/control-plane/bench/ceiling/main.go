@@ -43,20 +43,23 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the apiserver")
 	namespace := flag.String("namespace", "default", "namespace of the claims")
 	concurrency := flag.Int("concurrency", 16, "pairs bound at once")
+	asJSON := flag.Bool("json", false, "send and accept JSON, as kvc does, instead of protobuf")
 	flag.Parse()
-	if err := run(*kubeconfig, *namespace, *concurrency); err != nil {
+	if err := run(*kubeconfig, *namespace, *concurrency, *asJSON); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, namespace string, concurrency int) error {
+func run(kubeconfig, namespace string, concurrency int, asJSON bool) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
 	}
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	if !asJSON {
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	}
 	cfg.QPS = -1 // no client-side limiter
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
