@@ -1,4 +1,7 @@
-import type { CoreV1Api, V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
+import type { JsonRequest } from "../runtime/client.js";
+import { persistentVolumeClaims, persistentVolumes } from "../runtime/informer/resources.js";
+import { modelDecoder } from "../runtime/model-codec.js";
 
 /**
  * The API writes and reads of the binder. Every update sends the object's resourceVersion, so a
@@ -15,65 +18,64 @@ export interface BinderApi {
   updateClaimStatus(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim>;
 }
 
-/** The CoreV1Api calls the binder makes. */
-export type BinderCoreApi = Pick<
-  CoreV1Api,
-  | "readPersistentVolume"
-  | "createPersistentVolume"
-  | "replacePersistentVolume"
-  | "replacePersistentVolumeStatus"
-  | "deletePersistentVolume"
-  | "readNamespacedPersistentVolumeClaim"
-  | "replaceNamespacedPersistentVolumeClaim"
-  | "replaceNamespacedPersistentVolumeClaimStatus"
->;
+const decodeVolume = modelDecoder(persistentVolumes);
+const decodeClaim = modelDecoder(persistentVolumeClaims);
 
 /**
- * BinderApi over client-node. Updates are PUTs of the whole object with its resourceVersion, as
- * client-go's Update: a stale copy fails with 409 Conflict instead of overwriting a newer one, and the
- * next sync retries from fresher state. Errors are client-node's ApiException, unchanged.
+ * BinderApi over the API's JSON (ApiClients.requestJson). Updates are PUTs of the whole object with
+ * its resourceVersion, as client-go's Update: a stale copy fails with 409 Conflict instead of
+ * overwriting a newer one, and the next sync retries from fresher state. Objects go and come as JSON
+ * with every field, not through client-node's models, which drop the fields they lack (model-codec).
+ * Errors are client-node's ApiException, as from its typed APIs.
  */
 export class CoreV1BinderApi implements BinderApi {
-  readonly #core: BinderCoreApi;
+  readonly #request: JsonRequest;
 
-  constructor(core: BinderCoreApi) {
-    this.#core = core;
+  constructor(request: JsonRequest) {
+    this.#request = request;
   }
 
-  getVolume(name: string): Promise<V1PersistentVolume> {
-    return this.#core.readPersistentVolume({ name });
+  async getVolume(name: string): Promise<V1PersistentVolume> {
+    return decodeVolume(await this.#request("GET", volumePath(name)));
   }
 
-  createVolume(volume: V1PersistentVolume): Promise<V1PersistentVolume> {
-    return this.#core.createPersistentVolume({ body: asVolume(volume) });
+  async createVolume(volume: V1PersistentVolume): Promise<V1PersistentVolume> {
+    return decodeVolume(await this.#request("POST", VOLUMES, { body: asVolume(volume) }));
   }
 
-  updateVolume(volume: V1PersistentVolume): Promise<V1PersistentVolume> {
-    return this.#core.replacePersistentVolume({ name: nameOf(volume), body: asVolume(volume) });
+  async updateVolume(volume: V1PersistentVolume): Promise<V1PersistentVolume> {
+    return decodeVolume(await this.#request("PUT", volumePath(nameOf(volume)), { body: asVolume(volume) }));
   }
 
-  updateVolumeStatus(volume: V1PersistentVolume): Promise<V1PersistentVolume> {
-    return this.#core.replacePersistentVolumeStatus({ name: nameOf(volume), body: asVolume(volume) });
+  async updateVolumeStatus(volume: V1PersistentVolume): Promise<V1PersistentVolume> {
+    const path = `${volumePath(nameOf(volume))}/status`;
+    return decodeVolume(await this.#request("PUT", path, { body: asVolume(volume) }));
   }
 
   async deleteVolume(name: string): Promise<void> {
-    await this.#core.deletePersistentVolume({ name });
+    await this.#request("DELETE", volumePath(name));
   }
 
-  getClaim(namespace: string, name: string): Promise<V1PersistentVolumeClaim> {
-    return this.#core.readNamespacedPersistentVolumeClaim({ namespace, name });
+  async getClaim(namespace: string, name: string): Promise<V1PersistentVolumeClaim> {
+    return decodeClaim(await this.#request("GET", claimPath(namespace, name)));
   }
 
-  updateClaim(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim> {
+  async updateClaim(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim> {
     const { namespace, name } = claimName(claim);
-    return this.#core.replaceNamespacedPersistentVolumeClaim({ namespace, name, body: asClaim(claim) });
+    return decodeClaim(await this.#request("PUT", claimPath(namespace, name), { body: asClaim(claim) }));
   }
 
-  updateClaimStatus(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim> {
+  async updateClaimStatus(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim> {
     const { namespace, name } = claimName(claim);
-    return this.#core.replaceNamespacedPersistentVolumeClaimStatus({ namespace, name, body: asClaim(claim) });
+    const path = `${claimPath(namespace, name)}/status`;
+    return decodeClaim(await this.#request("PUT", path, { body: asClaim(claim) }));
   }
 }
+
+const VOLUMES = "/api/v1/persistentvolumes";
+const volumePath = (name: string) => `${VOLUMES}/${encodeURIComponent(name)}`;
+const claimPath = (namespace: string, name: string) =>
+  `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/${encodeURIComponent(name)}`;
 
 // Informer objects carry no apiVersion/kind; a request body names them.
 const asVolume = (volume: V1PersistentVolume): V1PersistentVolume =>

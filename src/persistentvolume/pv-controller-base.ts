@@ -19,7 +19,7 @@ import type { PersistentVolumeMetrics } from "./metrics.js";
 import { PersistentVolumeController } from "./pv-controller.js";
 
 export interface PersistentVolumeControllerRunnerOptions {
-  clients: Pick<ApiClients, "core">;
+  clients: Pick<ApiClients, "core" | "requestJson">;
   informers: InformerFactory;
   plugins: VolumePluginManager;
   events: EventSink;
@@ -137,8 +137,8 @@ export class PersistentVolumeControllerRunner {
 
     this.#controller = new PersistentVolumeController({
       api: opts.pauseAfterBindWrite
-        ? pauseAfterBindWrite(new CoreV1BinderApi(opts.clients.core), opts.pauseAfterBindWrite, log)
-        : new CoreV1BinderApi(opts.clients.core),
+        ? pauseAfterBindWrite(new CoreV1BinderApi(opts.clients.requestJson), opts.pauseAfterBindWrite, log)
+        : new CoreV1BinderApi(opts.clients.requestJson),
       classes: classes.store,
       claims: this.#claims.store,
       volumes: this.#volumes.store,

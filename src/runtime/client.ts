@@ -1,4 +1,5 @@
 import {
+  ApiException,
   Observable,
   AuthenticationV1Api,
   AuthorizationV1Api,
@@ -174,6 +175,13 @@ export class ApiClients {
   readonly authentication: AuthenticationV1Api;
   readonly authorization: AuthorizationV1Api;
   readonly limiter: ClientRateLimiter;
+  /**
+   * One request with a JSON body (JSON.stringify'd) and answer (JSON.parse'd, not decoded into
+   * models: see model-codec), through the same authentication, limiter, gate, metrics and shadow
+   * recording as the typed APIs. A status outside 2xx rejects with client-node's ApiException, its
+   * body the answer's text, as the typed APIs reject.
+   */
+  readonly requestJson: JsonRequest;
 
   constructor(
     readonly kubeConfig: KubeConfig,
@@ -272,6 +280,25 @@ export class ApiClients {
         },
       ],
     });
+    this.requestJson = async (method, path, { query = {}, body, signal } = {}) => {
+      const request = configuration.baseServer.makeRequestContext(path, method);
+      for (const [name, value] of Object.entries(query))
+        if (value !== undefined) request.setQueryParam(name, value);
+      request.setHeaderParam("Accept", "application/json");
+      if (body !== undefined) {
+        request.setHeaderParam("Content-Type", "application/json");
+        request.setBody(JSON.stringify(body));
+      }
+      await kubeConfig.applySecurityAuthentication(request);
+      for (const middleware of configuration.middleware) await middleware.pre(request).toPromise();
+      if (signal) request.setSignal(signal);
+      const response = await httpApi.send(request).toPromise();
+      const text = await response.body.text();
+      if (response.httpStatusCode < 200 || response.httpStatusCode > 299) {
+        throw new ApiException(response.httpStatusCode, "Unknown API Status Code!", text, response.headers);
+      }
+      return JSON.parse(text) as unknown;
+    };
     this.core = new CoreV1Api(configuration);
     this.storage = new StorageV1Api(configuration);
     this.coordination = new CoordinationV1Api(configuration);
@@ -279,6 +306,12 @@ export class ApiClients {
     this.authorization = new AuthorizationV1Api(configuration);
   }
 }
+
+export type JsonRequest = (
+  method: "GET" | "POST" | "PUT" | "DELETE",
+  path: string,
+  opts?: { query?: Record<string, string | undefined>; body?: unknown; signal?: AbortSignal },
+) => Promise<unknown>;
 
 type Dispatcher = NonNullable<ReturnType<RequestContext["getDispatcher"]>>;
 

@@ -53,10 +53,6 @@ const events: ResourceType<CoreV1Event> = {
   plural: "events",
   namespaced: true,
   model: "CoreV1Event",
-  lister: ({ core: api }) => {
-    return ({ namespace, ...q }, o) =>
-      namespace ? api.listNamespacedEvent({ namespace, ...q }, o) : api.listEventForAllNamespaces(q, o);
-  },
 };
 
 /** The event sources KCM's volume loops report as (kvc's recorders use the same components). */

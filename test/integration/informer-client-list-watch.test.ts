@@ -1,13 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import {
-  CoreV1Api,
-  StorageV1Api,
-  type KubeConfig,
-  type V1PersistentVolume,
-  type V1Pod,
-} from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig, type V1PersistentVolume, type V1Pod } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
+import { ApiClients } from "../../src/runtime/client.js";
 import { clientListWatch, resources, type WatchEvent } from "../../src/runtime/informer/index.js";
 
 // A 410 on watch needs a compacted revision: informer.test.ts compacts etcd and proves the relist.
@@ -43,7 +38,7 @@ describe("client-node lister-watcher on a real apiserver", () => {
   const lw = (watchInactivityTimeoutMs = 300) =>
     clientListWatch<V1PersistentVolume>(
       kc,
-      { core, storage: kc.makeApiClient(StorageV1Api) },
+      new ApiClients(kc, { qps: -1, burst: 0 }).requestJson,
       resources.persistentVolumes,
       { labelSelector: "app=x" },
       { watchInactivityTimeoutMs },
@@ -100,7 +95,7 @@ describe("client-node lister-watcher on a real apiserver", () => {
   test("pods reach the caller as the volume loops read them, from a list and from a watch", async () => {
     const pods = clientListWatch<V1Pod>(
       kc,
-      { core, storage: kc.makeApiClient(StorageV1Api) },
+      new ApiClients(kc, { qps: -1, burst: 0 }).requestJson,
       resources.pods,
       { namespace: "default" },
       { watchInactivityTimeoutMs: 2_000 },

@@ -23,7 +23,8 @@ import {
   FINALIZER_EXTERNAL_PV_PROTECTION as EXTERNAL_FINALIZER,
   FINALIZER_IN_TREE_PV_PROTECTION as IN_TREE_FINALIZER,
 } from "../../src/persistentvolume/annotations.js";
-import { CoreV1BinderApi, type BinderCoreApi } from "../../src/persistentvolume/binder-api.js";
+import { CoreV1BinderApi } from "../../src/persistentvolume/binder-api.js";
+import type { JsonRequest } from "../../src/runtime/client.js";
 import { ControllerCache } from "../../src/persistentvolume/controller-cache.js";
 import { OperationScheduler } from "../../src/persistentvolume/operations.js";
 import { defaultStorageClass } from "../../src/persistentvolume/provision.js";
@@ -1136,55 +1137,50 @@ describe("PV binder: operations", () => {
   });
 });
 
-describe("PV binder: the CoreV1Api adapter", () => {
-  test("replaces with the object's resourceVersion and names the kind", async () => {
-    const calls: [string, unknown][] = [];
-    const record =
-      (name: string) =>
-      (param: unknown): Promise<never> => {
-        calls.push([name, param]);
-        return Promise.resolve(undefined as never);
-      };
-    const core = {
-      readPersistentVolume: record("readPersistentVolume"),
-      createPersistentVolume: record("createPersistentVolume"),
-      replacePersistentVolume: record("replacePersistentVolume"),
-      replacePersistentVolumeStatus: record("replacePersistentVolumeStatus"),
-      deletePersistentVolume: record("deletePersistentVolume"),
-      readNamespacedPersistentVolumeClaim: record("readNamespacedPersistentVolumeClaim"),
-      replaceNamespacedPersistentVolumeClaim: record("replaceNamespacedPersistentVolumeClaim"),
-      replaceNamespacedPersistentVolumeClaimStatus: record("replaceNamespacedPersistentVolumeClaimStatus"),
-    } as unknown as BinderCoreApi;
-    const api = new CoreV1BinderApi(core);
+describe("PV binder: the API adapter", () => {
+  test("replaces with the object's resourceVersion and names the kind; keeps fields client-node lacks", async () => {
+    const calls: [string, string, unknown][] = [];
+    // The apiserver's answer: JSON, with a field client-node 2.0.1's models lack and a date.
+    const answer = {
+      metadata: { name: "c", namespace: "default", creationTimestamp: "2026-12-04T10:00:00Z" },
+      status: { phase: "Bound", healthStatus: { abnormal: false } },
+    };
+    const request: JsonRequest = (method, path, opts) => {
+      calls.push([method, path, opts?.body]);
+      return Promise.resolve(structuredClone(answer));
+    };
+    const api = new CoreV1BinderApi(request);
     const volume = Object.freeze(newVolume("v", "1Gi", "", "", "Available", "Retain", ""));
     const claim = newClaim("c", "u", "1Gi", "", "Pending", undefined);
     await api.updateVolume(volume);
     await api.updateVolumeStatus(volume);
     await api.updateClaim(claim);
-    await api.updateClaimStatus(claim);
+    const got = await api.updateClaimStatus(claim);
     await api.getClaim("default", "c");
     await api.deleteVolume("v");
-    const [update] = calls;
-    assert.deepEqual(update, [
-      "replacePersistentVolume",
-      { name: "v", body: Object.assign({}, volume, { apiVersion: "v1", kind: "PersistentVolume" }) },
+    assert.deepEqual(calls[0], [
+      "PUT",
+      "/api/v1/persistentvolumes/v",
+      Object.assign({}, volume, { apiVersion: "v1", kind: "PersistentVolume" }),
     ]);
-    assert.equal((calls[1]?.[1] as { body: V1PersistentVolume }).body.metadata?.resourceVersion, "1");
-    assert.deepEqual(calls[2]?.[1], {
-      namespace: "default",
-      name: "c",
-      body: Object.assign({}, claim, { apiVersion: "v1", kind: "PersistentVolumeClaim" }),
-    });
+    assert.equal((calls[1]?.[2] as V1PersistentVolume).metadata?.resourceVersion, "1");
     assert.deepEqual(
-      calls.map(([name]) => name),
+      calls[2]?.[2],
+      Object.assign({}, claim, { apiVersion: "v1", kind: "PersistentVolumeClaim" }),
+    );
+    assert.deepEqual(
+      calls.map(([method, path]) => `${method} ${path}`),
       [
-        "replacePersistentVolume",
-        "replacePersistentVolumeStatus",
-        "replaceNamespacedPersistentVolumeClaim",
-        "replaceNamespacedPersistentVolumeClaimStatus",
-        "readNamespacedPersistentVolumeClaim",
-        "deletePersistentVolume",
+        "PUT /api/v1/persistentvolumes/v",
+        "PUT /api/v1/persistentvolumes/v/status",
+        "PUT /api/v1/namespaces/default/persistentvolumeclaims/c",
+        "PUT /api/v1/namespaces/default/persistentvolumeclaims/c/status",
+        "GET /api/v1/namespaces/default/persistentvolumeclaims/c",
+        "DELETE /api/v1/persistentvolumes/v",
       ],
     );
+    // Decoded as client-node's models type it (a Date), nothing dropped.
+    assert.deepEqual(got.metadata?.creationTimestamp, new Date("2026-12-04T10:00:00Z"));
+    assert.deepEqual((got.status as Record<string, unknown>).healthStatus, { abnormal: false });
   });
 });

@@ -1,11 +1,9 @@
 import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
-// Not re-exported by the package: the generated serializer that turns JSON into the typed models
-// (Date fields, renamed properties) exactly as the list calls do. client-node is pinned to 2.0.1.
-import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js";
-import { abortableRequest } from "../client.js";
+import type { JsonRequest } from "../client.js";
 import { errorMessage } from "../api-errors.js";
+import { modelDecoder } from "../model-codec.js";
 import type { ListerWatcher, WatchEvent, WatchStatus } from "./list-watch.js";
-import type { ResourceApis, ResourceType, Scope } from "./resources.js";
+import type { ResourceType, Scope } from "./resources.js";
 import { trimManagedFields } from "./transform.js";
 
 export interface ClientListWatchOptions {
@@ -18,15 +16,18 @@ export interface ClientListWatchOptions {
   beforeWatch?: () => Promise<void>;
 }
 
-/** Lists and watches `resource` in `scope` over client-node: typed list calls, the Watch stream. */
+/**
+ * Lists and watches `resource` in `scope`: list pages as JSON (ApiClients.requestJson), watch events
+ * over client-node's Watch stream, both decoded by model-codec (every field kept).
+ */
 export function clientListWatch<T extends KubernetesObject>(
   kc: KubeConfig,
-  apis: ResourceApis,
+  request: JsonRequest,
   resource: ResourceType<T>,
   scope: Scope,
   opts: ClientListWatchOptions,
 ): ListerWatcher<T> {
-  const list = resource.lister(apis);
+  const decodeObject = modelDecoder(resource);
   const transform = (obj: T) => {
     const trimmed = trimManagedFields(obj);
     return resource.transform ? resource.transform(trimmed) : trimmed;
@@ -43,12 +44,13 @@ export function clientListWatch<T extends KubernetesObject>(
 
   return {
     async list({ limit, continue: cont }, signal) {
-      const res = await list({ ...scope, limit, ...(cont && { _continue: cont }) }, abortableRequest(signal));
-      const meta = res.metadata;
+      const query = { ...selectors, limit: String(limit), continue: cont };
+      const page = (await request("GET", path, { query, signal })) as ListPage;
+      const meta = page.metadata;
       return {
-        items: res.items.map(transform),
+        items: (page.items ?? []).map((item) => transform(decodeObject(item))),
         resourceVersion: meta?.resourceVersion ?? "",
-        ...(meta?._continue && { continue: meta._continue }),
+        ...(meta?.continue && { continue: meta.continue }),
       };
     },
 
@@ -66,7 +68,7 @@ export function clientListWatch<T extends KubernetesObject>(
         };
         const onLine = (type: string, obj: unknown) => {
           try {
-            const event = decode(type, obj, resource.model, transform);
+            const event = decode(type, obj, (o) => transform(decodeObject(o)));
             if (event) onEvent(event);
           } catch (err) {
             // client-node swallows callback errors; end the watch instead so the event is not lost.
@@ -83,17 +85,18 @@ export function clientListWatch<T extends KubernetesObject>(
   };
 }
 
-function decode<T>(
-  type: string,
-  obj: unknown,
-  model: string,
-  transform: (obj: T) => T,
-): WatchEvent<T> | undefined {
+/** A list's answer as JSON: ListMeta keeps its "continue" (client-node's model renames it). */
+interface ListPage {
+  items?: unknown[];
+  metadata?: { resourceVersion?: string; continue?: string };
+}
+
+function decode<T>(type: string, obj: unknown, decodeObject: (obj: unknown) => T): WatchEvent<T> | undefined {
   switch (type) {
     case "ADDED":
     case "MODIFIED":
     case "DELETED":
-      return { type, object: transform(ObjectSerializer.deserialize(obj, model, "") as T) };
+      return { type, object: decodeObject(obj) };
     case "BOOKMARK":
       return { type, object: obj as KubernetesObject };
     case "ERROR":

@@ -1,28 +1,27 @@
-import {
-  CoreV1Api,
-  StorageV1Api,
-  type KubeConfig,
-  type KubernetesObject,
-  type V1CSIDriver,
-  type V1CSINode,
-  type V1Node,
-  type V1PersistentVolume,
-  type V1PersistentVolumeClaim,
-  type V1Pod,
-  type V1StorageClass,
-  type V1VolumeAttachment,
+import type {
+  KubeConfig,
+  KubernetesObject,
+  V1CSIDriver,
+  V1CSINode,
+  V1Node,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1StorageClass,
+  V1VolumeAttachment,
 } from "@kubernetes/client-node";
+import { ApiClients } from "../client.js";
 import { realClock, type Clock } from "../clock.js";
 import { clientListWatch } from "./client-list-watch.js";
 import { silentLogger, type LogSink } from "../logger.js";
 import * as resources from "./resources.js";
-import type { ResourceApis, ResourceType, Scope } from "./resources.js";
+import type { ResourceType, Scope } from "./resources.js";
 import { SharedInformer } from "./shared-informer.js";
 
 export interface InformerFactoryOptions {
   kubeConfig: KubeConfig;
-  /** Clients for LIST calls (default: plain ones from kubeConfig); pass ApiClients to share its limiter. */
-  apis?: ResourceApis;
+  /** Requests for LIST calls (default: unlimited ones from kubeConfig); pass ApiClients to share its limiter. */
+  apis?: Pick<ApiClients, "requestJson">;
   /** Waited on before each WATCH request (e.g. the client limiter's wait). */
   beforeWatch?: () => Promise<void>;
   clock?: Clock;
@@ -52,7 +51,7 @@ interface Runnable {
  */
 export class InformerFactory {
   readonly #kc: KubeConfig;
-  readonly #apis: ResourceApis;
+  readonly #apis: Pick<ApiClients, "requestJson">;
   readonly #beforeWatch: (() => Promise<void>) | undefined;
   readonly #clock: Clock;
   readonly #log: LogSink;
@@ -65,10 +64,7 @@ export class InformerFactory {
 
   constructor(opts: InformerFactoryOptions) {
     this.#kc = opts.kubeConfig;
-    this.#apis = opts.apis ?? {
-      core: opts.kubeConfig.makeApiClient(CoreV1Api),
-      storage: opts.kubeConfig.makeApiClient(StorageV1Api),
-    };
+    this.#apis = opts.apis ?? new ApiClients(opts.kubeConfig, { qps: -1, burst: 0 });
     this.#beforeWatch = opts.beforeWatch;
     this.#clock = opts.clock ?? realClock;
     this.#log = opts.logger ?? silentLogger;
@@ -121,7 +117,7 @@ export class InformerFactory {
     const name = [resource.plural, namespace, labelSelector, fieldSelector].filter(Boolean).join(" ");
     const informer = new SharedInformer<T>({
       name,
-      listerWatcher: clientListWatch(this.#kc, this.#apis, resource, scope, {
+      listerWatcher: clientListWatch(this.#kc, this.#apis.requestJson, resource, scope, {
         watchInactivityTimeoutMs: this.#stallTimeoutMs + 30_000,
         ...(this.#beforeWatch && { beforeWatch: this.#beforeWatch }),
       }),

@@ -1,17 +1,13 @@
-import {
-  CoreV1Api,
-  StorageV1Api,
-  type ConfigurationOptions,
-  type KubernetesObject,
-  type V1CSIDriver,
-  type V1CSINode,
-  type V1ListMeta,
-  type V1Node,
-  type V1PersistentVolume,
-  type V1PersistentVolumeClaim,
-  type V1Pod,
-  type V1StorageClass,
-  type V1VolumeAttachment,
+import type {
+  KubernetesObject,
+  V1CSIDriver,
+  V1CSINode,
+  V1Node,
+  V1PersistentVolume,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1StorageClass,
+  V1VolumeAttachment,
 } from "@kubernetes/client-node";
 import { nodeForVolumes, podForVolumes, type TransformFunc } from "./transform.js";
 
@@ -22,33 +18,16 @@ export interface Scope {
   fieldSelector?: string;
 }
 
-export interface ListQuery extends Scope {
-  limit: number;
-  _continue?: string;
-}
-
-export type ListCall<T> = (
-  query: ListQuery,
-  options: ConfigurationOptions,
-) => Promise<{ items: T[]; metadata?: V1ListMeta }>;
-
-/** The API groups informers list through; ApiClients (rate-limited, instrumented) fits. */
-export interface ResourceApis {
-  core: CoreV1Api;
-  storage: StorageV1Api;
-}
-
-/** A resource an informer can watch: its REST path and its typed client-node list call. */
+/** A resource an informer can watch: its REST path and client-node's model of its objects. */
 export interface ResourceType<T extends KubernetesObject> {
   /** "/api/v1" or "/apis/<group>/<version>". */
   readonly groupVersionPath: string;
   readonly plural: string;
   readonly namespaced: boolean;
-  /** client-node's model name, to decode watch events into the same typed objects lists return. */
+  /** client-node's model name: lists and watch events are decoded into its shape (model-codec). */
   readonly model: string;
   /** What the cache keeps of each object, after managedFields are trimmed (default: all of it). */
   readonly transform?: TransformFunc<T>;
-  lister(apis: ResourceApis): ListCall<T>;
 }
 
 export const persistentVolumes: ResourceType<V1PersistentVolume> = {
@@ -56,9 +35,6 @@ export const persistentVolumes: ResourceType<V1PersistentVolume> = {
   plural: "persistentvolumes",
   namespaced: false,
   model: "V1PersistentVolume",
-  lister: ({ core: api }) => {
-    return (q, o) => api.listPersistentVolume(q, o);
-  },
 };
 
 export const persistentVolumeClaims: ResourceType<V1PersistentVolumeClaim> = {
@@ -66,12 +42,6 @@ export const persistentVolumeClaims: ResourceType<V1PersistentVolumeClaim> = {
   plural: "persistentvolumeclaims",
   namespaced: true,
   model: "V1PersistentVolumeClaim",
-  lister: ({ core: api }) => {
-    return ({ namespace, ...q }, o) =>
-      namespace
-        ? api.listNamespacedPersistentVolumeClaim({ namespace, ...q }, o)
-        : api.listPersistentVolumeClaimForAllNamespaces(q, o);
-  },
 };
 
 export const pods: ResourceType<V1Pod> = {
@@ -80,10 +50,6 @@ export const pods: ResourceType<V1Pod> = {
   namespaced: true,
   model: "V1Pod",
   transform: podForVolumes,
-  lister: ({ core: api }) => {
-    return ({ namespace, ...q }, o) =>
-      namespace ? api.listNamespacedPod({ namespace, ...q }, o) : api.listPodForAllNamespaces(q, o);
-  },
 };
 
 export const nodes: ResourceType<V1Node> = {
@@ -92,9 +58,6 @@ export const nodes: ResourceType<V1Node> = {
   namespaced: false,
   model: "V1Node",
   transform: nodeForVolumes,
-  lister: ({ core: api }) => {
-    return (q, o) => api.listNode(q, o);
-  },
 };
 
 export const storageClasses: ResourceType<V1StorageClass> = {
@@ -102,9 +65,6 @@ export const storageClasses: ResourceType<V1StorageClass> = {
   plural: "storageclasses",
   namespaced: false,
   model: "V1StorageClass",
-  lister: ({ storage: api }) => {
-    return (q, o) => api.listStorageClass(q, o);
-  },
 };
 
 export const volumeAttachments: ResourceType<V1VolumeAttachment> = {
@@ -112,9 +72,6 @@ export const volumeAttachments: ResourceType<V1VolumeAttachment> = {
   plural: "volumeattachments",
   namespaced: false,
   model: "V1VolumeAttachment",
-  lister: ({ storage: api }) => {
-    return (q, o) => api.listVolumeAttachment(q, o);
-  },
 };
 
 export const csiDrivers: ResourceType<V1CSIDriver> = {
@@ -122,9 +79,6 @@ export const csiDrivers: ResourceType<V1CSIDriver> = {
   plural: "csidrivers",
   namespaced: false,
   model: "V1CSIDriver",
-  lister: ({ storage: api }) => {
-    return (q, o) => api.listCSIDriver(q, o);
-  },
 };
 
 export const csiNodes: ResourceType<V1CSINode> = {
@@ -132,7 +86,4 @@ export const csiNodes: ResourceType<V1CSINode> = {
   plural: "csinodes",
   namespaced: false,
   model: "V1CSINode",
-  lister: ({ storage: api }) => {
-    return (q, o) => api.listCSINode(q, o);
-  },
 };
