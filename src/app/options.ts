@@ -144,7 +144,7 @@ export const RUN_FLAGS = {
   "concurrent-pvclaimbinder-syncs": {
     coerce: int(1),
     group: "Persistent volume binder:",
-    default: 4,
+    default: 8,
     describe:
       "Not in KCM (whose binder has one claim worker and one volume worker): how many claims, and how " +
       "many volumes, the binder syncs at once (1: as KCM; shadow mode always 1). Concurrent claim syncs " +
