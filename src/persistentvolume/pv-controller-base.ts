@@ -19,7 +19,7 @@ import type { PersistentVolumeMetrics } from "./metrics.js";
 import { PersistentVolumeController } from "./pv-controller.js";
 
 export interface PersistentVolumeControllerRunnerOptions {
-  clients: Pick<ApiClients, "core" | "requestJson">;
+  clients: Pick<ApiClients, "requestJson">;
   informers: InformerFactory;
   plugins: VolumePluginManager;
   events: EventSink;

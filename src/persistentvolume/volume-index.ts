@@ -134,12 +134,13 @@ export class VolumeIndex {
     const query = claimQuery(claim);
     if (query instanceof Error) return { error: query.message };
     const prebound = this.#prebound(query, excluded);
+    const available = this.#lookup(AVAILABLE, query, excluded);
     for (const mask of BUCKET_ORDER) {
       if ((mask & query.modes) !== query.modes) continue;
       if (prebound?.modes === mask) return { volume: prebound.pv };
       // The PV controller leaves unbound volumes of WaitForFirstConsumer claims to the scheduler.
       if (delayBinding) continue;
-      const found = this.#first(AVAILABLE, mask, query, excluded);
+      const found = available(mask);
       if (found) return { volume: found.pv };
     }
     return {};
@@ -156,25 +157,27 @@ export class VolumeIndex {
   ): V1PersistentVolume | undefined {
     const query = claimQuery(claim);
     if (query instanceof Error) return undefined;
+    const turning = this.#lookup(TURNING_AVAILABLE, query, excluded);
     for (const mask of BUCKET_ORDER) {
       if ((mask & query.modes) !== query.modes) continue;
-      const found = this.#first(TURNING_AVAILABLE, mask, query, excluded);
+      const found = turning(mask);
       if (found) return found.pv;
     }
     return undefined;
   }
 
-  /** The smallest volume of one group that fits the claim and passes the rules the group does not stand for. */
-  #first(
+  /**
+   * The smallest volume that fits the claim in the group of `phase` with an access-mode mask, among
+   * those passing the rules the group does not stand for; what the claim decides is computed once.
+   */
+  #lookup(
     phase: string,
-    mask: number,
     query: ClaimQuery,
     excluded: (name: string) => boolean,
-  ): Entry | undefined {
-    const key = `${phase}:${mask}:${groupAttributes(query.storageClass, query.volumeMode, query.vac)}`;
-    return this.#groups
-      .get(key)
-      ?.first(query.request, (entry) => !excluded(entry.name) && passes(query, entry, UNGROUPED_RULES));
+  ): (mask: number) => Entry | undefined {
+    const attributes = groupAttributes(query.storageClass, query.volumeMode, query.vac);
+    const accept = (entry: Entry) => !excluded(entry.name) && passes(query, entry, UNGROUPED_RULES);
+    return (mask) => this.#groups.get(`${phase}:${mask}:${attributes}`)?.first(query.request, accept);
   }
 
   /** The pre-bound volume upstream would return first: earliest bucket, then smallest name. */
