@@ -53,6 +53,7 @@ export const CONCLUSIONS = [
   "Provision",
   "WaitForFirstConsumer",
   "ClassNotFound",
+  "WaitForVolumeAvailable",
   "NoMatchNoClass",
   "Invalid",
 ] as const;
@@ -224,6 +225,7 @@ export function explainClaim(inputs: ClaimInputs): ClaimExplanation {
     delayBinding,
     defaultClass: defaultClass?.metadata?.name,
     verdicts,
+    turningAvailable: matching && !chosen ? index.findTurningAvailable(effective) : undefined,
   });
   return { ...base, volumes, conclusion: decided, suggestions: suggest(decided, verdicts, demands) };
 }
@@ -236,6 +238,8 @@ interface Decision {
   delayBinding: boolean | Error;
   defaultClass: string | undefined;
   verdicts: readonly VolumeVerdict[];
+  /** An unbound volume that fits and is not yet Available (VolumeIndex.findTurningAvailable). */
+  turningAvailable: V1PersistentVolume | undefined;
 }
 
 /** syncClaim's branches (claim-sync.ts), in its order. */
@@ -325,6 +329,16 @@ function decide(
       ),
       provisioner,
     };
+  }
+  if (d.turningAvailable) {
+    // Not upstream (claim-sync.ts): the binder waits for it without a FailedBinding event.
+    const name = d.turningAvailable.metadata?.name ?? "";
+    const phase = d.turningAvailable.status?.phase ?? "no phase";
+    return conclusion(
+      "WaitForVolumeAvailable",
+      `waits for volume ${name} (${phase}), which fits and is not bound: it binds once the volume's sync makes it Available`,
+      name,
+    );
   }
   return conclusion(
     "NoMatchNoClass",

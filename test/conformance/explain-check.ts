@@ -170,6 +170,10 @@ export class ExplainCheck {
       case "NoMatchNoClass":
         differs = pending(reason("FailedBinding"));
         break;
+      case "WaitForVolumeAvailable":
+        // Bound to the volume once it turns Available; Pending without the event while it has not.
+        differs = (o) => (bound(volume ?? "")(o) === undefined ? undefined : pending()(o));
+        break;
       case "ClassNotFound":
         differs = pending(reason("ProvisioningFailed"));
         break;

@@ -265,6 +265,18 @@ describe("explainClaim: the binder's next step", () => {
     assert.ok(r.suggestions.some((s) => s.includes("to use volume small: request at most 1Gi")));
   });
 
+  test("WaitForVolumeAvailable: a fitting volume not yet Available is waited for, not FailedBinding", () => {
+    const pending = { ...pv("new", "10Gi"), status: { phase: "Pending" } };
+    const r = explainClaim(inputs(pvc(), { volumes: [pv("small", "1Gi"), pending] }));
+    assert.equal(r.conclusion.kind, "WaitForVolumeAvailable");
+    assert.equal(r.conclusion.volume, "new");
+    assert.match(r.conclusion.message, /waits for volume new \(Pending\)/);
+    // One being deleted never turns Available: upstream's event.
+    const deleting = { ...pending, metadata: { name: "new", deletionTimestamp: new Date() } };
+    const d = explainClaim(inputs(pvc(), { volumes: [deleting] }));
+    assert.equal(d.conclusion.kind, "NoMatchNoClass");
+  });
+
   test("Provision: the provisioner is alive by its CSIDriver, by a fresh Lease, else not", () => {
     const claim = pvc({ storageClassName: "csi" });
     const classes = [sc("csi", "example.com/driver")];
