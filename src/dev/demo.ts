@@ -1,6 +1,4 @@
 import {
-  PatchStrategy,
-  setHeaderOptions,
   type CoreV1Api,
   type StorageV1Api,
   type V1PersistentVolume,
@@ -8,6 +6,7 @@ import {
   type V1Pod,
   type V1VolumeAttachment,
 } from "@kubernetes/client-node";
+import { strategicMergePatch } from "../runtime/client.js";
 
 /**
  * The `kvc dev` demo workload: something for each loop to do on an empty control plane, and a table
@@ -139,7 +138,7 @@ export async function applyDemoWorkload(
         },
       },
     },
-    setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+    strategicMergePatch,
   );
   for (const pv of DEMO.volumes) await create(() => core.createPersistentVolume({ body: pv }));
   for (const pvc of [...DEMO.claims, DEMO_PENDING_CLAIM]) {

@@ -1,7 +1,5 @@
 import {
   CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
   StorageV1Api,
   type KubeConfig,
   type V1ObjectMeta,
@@ -12,8 +10,7 @@ import { isNotFound } from "../runtime/api-errors.js";
 import { InformerFactory } from "../runtime/informer/index.js";
 import type { LogSink } from "../runtime/logger.js";
 import { newRateLimitingQueue, runWorkers } from "../runtime/workqueue/index.js";
-
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+import { mergePatch } from "../runtime/client.js";
 
 /**
  * kubernetes-csi/external-attacher's finalizer (GetFinalizerName): `external-attacher/` + the driver

@@ -1,9 +1,4 @@
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Api,
-  type V1PersistentVolume,
-} from "@kubernetes/client-node";
+import type { CoreV1Api, V1PersistentVolume } from "@kubernetes/client-node";
 import { isConflict } from "../runtime/api-errors.js";
 import type { Clock } from "../runtime/clock.js";
 import { UnsyncedVersions } from "../shadow/unsynced-versions.js";
@@ -22,6 +17,7 @@ import {
   PV_PROTECTION_FINALIZER,
   removeFinalizerPatch,
 } from "./finalizer.js";
+import { mergePatch } from "../runtime/client.js";
 
 export interface PVProtectionControllerOptions {
   clients: { core: Pick<CoreV1Api, "patchPersistentVolume"> };
@@ -42,8 +38,6 @@ export interface PVProtectionControllerOptions {
 export function isVolumeBound(pv: V1PersistentVolume): boolean {
   return pv.status?.phase === "Bound";
 }
-
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /**
  * The pv-protection controller: removes kubernetes.io/pv-protection from a volume being deleted

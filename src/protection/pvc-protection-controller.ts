@@ -1,10 +1,4 @@
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Api,
-  type V1PersistentVolumeClaim,
-  type V1Pod,
-} from "@kubernetes/client-node";
+import type { CoreV1Api, V1PersistentVolumeClaim, V1Pod } from "@kubernetes/client-node";
 import { isConflict } from "../runtime/api-errors.js";
 import type { Clock } from "../runtime/clock.js";
 import { UnsyncedVersions } from "../shadow/unsynced-versions.js";
@@ -28,6 +22,7 @@ import { addPodPVCIndexerIfNotPresent, POD_PVC_INDEX, podPVCKeys } from "../volu
 import { isPodTerminated } from "../volume/util/pod.js";
 import { podUsesPVCForDeletion, podUsesPVCForUnusedSince } from "./pod-usage.js";
 import { findUnusedCondition, unusedConditionChange, withUnusedCondition } from "./unused-condition.js";
+import { mergePatch } from "../runtime/client.js";
 
 export interface PVCProtectionControllerOptions {
   clients: {
@@ -57,8 +52,6 @@ type PodUsage = (pod: V1Pod, pvc: V1PersistentVolumeClaim) => boolean;
 
 /** One live pod list per namespace batch, made only if some claim there needs it (upstream LazyLivePodList). */
 type LivePods = () => Promise<V1Pod[]>;
-
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /**
  * The pvc-protection controller: removes kubernetes.io/pvc-protection from a claim being deleted

@@ -1,6 +1,8 @@
 import {
   ApiException,
   Observable,
+  PatchStrategy,
+  setHeaderOptions,
   AuthenticationV1Api,
   AuthorizationV1Api,
   type ConfigurationOptions,
@@ -418,3 +420,9 @@ export function abortableRequest(signal: AbortSignal): ConfigurationOptions {
     middlewareMergeStrategy: "append",
   };
 }
+
+/** Per-call options sending the body as a JSON merge patch (RFC 7386). */
+export const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+/** Per-call options sending the body as a strategic merge patch. */
+export const strategicMergePatch = setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch);

@@ -1,16 +1,9 @@
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Api,
-  type V1AttachedVolume,
-  type V1Node,
-} from "@kubernetes/client-node";
+import type { CoreV1Api, V1AttachedVolume, V1Node } from "@kubernetes/client-node";
 import { isNotFound } from "../../runtime/api-errors.js";
 import type { LogSink } from "../../runtime/logger.js";
 import type { ActualStateOfWorld } from "../cache/actual-state-of-world.js";
 import type { NodeStatusUpdater } from "../reconciler.js";
-
-const strategicMergePatch = setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch);
+import { strategicMergePatch } from "../../runtime/client.js";
 
 export interface NodeStatusUpdaterOptions {
   core: Pick<CoreV1Api, "patchNodeStatus">;

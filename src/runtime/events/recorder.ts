@@ -1,11 +1,5 @@
 import { randomUUID } from "node:crypto";
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Api,
-  type CoreV1Event,
-  type V1ObjectReference,
-} from "@kubernetes/client-node";
+import type { CoreV1Api, CoreV1Event, V1ObjectReference } from "@kubernetes/client-node";
 import { apiStatus, isAlreadyExists, isNotFound } from "../api-errors.js";
 import { sleep, type Clock } from "../clock.js";
 import {
@@ -16,6 +10,7 @@ import {
 } from "./correlator.js";
 import { involvedObject, type EventSubject } from "./reference.js";
 import { silentLogger, type LogSink } from "../logger.js";
+import { mergePatch } from "../client.js";
 
 export type EventType = "Normal" | "Warning";
 
@@ -36,8 +31,6 @@ export interface EventRecorderOptions {
   /** ... this far apart, the first wait random within it (client-go: 10 s). */
   retryIntervalMs?: number;
 }
-
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /**
  * Records core/v1 Events about objects, as client-go's record.EventRecorder with its broadcaster
