@@ -131,6 +131,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
     new PVCProtectionController({
       ...common(ctx),
       metrics: ctx.workqueueMetrics,
+      unusedCondition: ctx.config.featureGates.enabled("PersistentVolumeClaimUnusedSinceTime"),
       shadow: ctx.config.shadow !== undefined, // shadow mode
     }),
   "persistentvolume-protection-controller": (ctx) =>

@@ -8,6 +8,13 @@ import { parseDuration } from "../util/duration.js";
  */
 type Coerce = (value: unknown) => unknown;
 
+/** strconv.ParseBool, which pflag's bool flags use: the value, or undefined for anything else. */
+export function parseGoBool(text: string): boolean | undefined {
+  if (["1", "t", "T", "TRUE", "true", "True"].includes(text)) return true;
+  if (["0", "f", "F", "FALSE", "false", "False"].includes(text)) return false;
+  return undefined;
+}
+
 /** A Go time.Duration ("15s", "1m30s"), in milliseconds. */
 export const duration: Coerce = (v) => parseDuration(String(v));
 
@@ -33,10 +40,18 @@ export const strings: Coerce = (v) =>
     .map((s) => s.trim())
     .filter((s) => s !== "");
 
-/** A comma-separated list (pflag strings) whose items `parse` checks and turns into the flag's value. */
-export function list(parse: (items: string[]) => unknown): Coerce {
-  return named("strings", (v) => parse(strings(v) as string[]));
+/**
+ * A comma-separated list whose items `parse` checks and turns into the flag's value: pflag strings, or
+ * another pflag type of the same syntax (--feature-gates' colonSeparatedMultimapStringString).
+ */
+export function list(parse: (items: string[]) => unknown, type = "strings"): Coerce {
+  const coerce = named(type, (v) => parse(strings(v) as string[]));
+  LISTS.add(coerce);
+  return coerce;
 }
+
+/** The coerces of list flags: repeating one adds to its list. */
+const LISTS = new WeakSet<Coerce>([strings]);
 
 function number(v: unknown, min: number, want: string, ok: (n: number) => boolean): number {
   const text = String(v).trim();
@@ -70,7 +85,7 @@ export function withFlagNames<T extends Record<string, Options>>(
   return Object.fromEntries(
     Object.entries(flags).map(([name, flag]) => {
       const coerce: Coerce = flag.coerce ?? ((v) => v);
-      const list = TYPE_NAMES.get(coerce) === "strings";
+      const list = LISTS.has(coerce);
       return [
         name,
         {

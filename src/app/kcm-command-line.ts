@@ -1,3 +1,4 @@
+import { parseGoBool } from "./flag-types.js";
 import { KCM_FLAGS } from "./kcm-flags.js";
 
 /**
@@ -31,7 +32,7 @@ export function separateIgnoredFlags(
     const inline = m[2];
     if (flag.type === "bool") {
       // pflag: a bool flag never takes the next argument; `--flag=v` must be a Go bool.
-      if (inline !== undefined && !GO_BOOLS.has(inline)) {
+      if (inline !== undefined && parseGoBool(inline) === undefined) {
         throw new Error(`--${name}: invalid boolean "${inline}" (want true or false)`);
       }
     } else if (inline === undefined && !flag.type.endsWith("[=true]")) {
@@ -44,6 +45,3 @@ export function separateIgnoredFlags(
 }
 
 const KCM_FLAGS_BY_NAME = new Map(KCM_FLAGS.map((f) => [f.name, f]));
-
-/** strconv.ParseBool's spellings, which pflag accepts for a bool flag. */
-const GO_BOOLS = new Set(["1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"]);

@@ -5,6 +5,7 @@ import type { Options } from "yargs";
 import { enabledControllers, type ControllerName } from "./controller-names.js";
 import { alwaysAllowPaths } from "../runtime/auth/authorization.js";
 import type { LoggingFormat } from "../runtime/logger.js";
+import { parseFeatureGates, type FeatureGates } from "./feature-gates.js";
 import { duration, float, int, list } from "./flag-types.js";
 import { formatDuration } from "../util/duration.js";
 import { DEFAULT_FLEX_VOLUME_PLUGIN_DIR } from "../volume/flexvolume/prober.js";
@@ -68,6 +69,16 @@ export const RUN_FLAGS = {
       "Not in KCM (whose client has no timeout): every API request but a watch is abandoned and retried " +
       "after this long, the kube-apiserver's own --request-timeout default; 0 for none. Lease " +
       "requests use --leader-elect-renew-deadline, as KCM's.",
+  },
+  "feature-gates": {
+    type: "string",
+    coerce: list(parseFeatureGates, "colonSeparatedMultimapStringString"),
+    group: "Generic:",
+    default: "",
+    describe:
+      "Comma-separated [kube:]key=value pairs for feature gates, as KCM's (refused as KCM refuses them: unknown, " +
+      "locked, not a bool). The volume loops read PersistentVolumeClaimUnusedSinceTime (BETA - default=true); " +
+      "the others change nothing here and are named in a warning.",
   },
   // Shadow mode (issue 15, src/shadow/).
   shadow: {
@@ -413,6 +424,7 @@ export interface RunConfig {
     allowCacheTtlMs: number;
     denyCacheTtlMs: number;
   };
+  featureGates: FeatureGates;
   verbosity: number;
   loggingFormat: LoggingFormat;
   /** `--shadow`: writes recorded and compared, never sent (src/shadow/). */
@@ -494,6 +506,7 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
       allowCacheTtlMs: number("authorization-webhook-cache-authorized-ttl"),
       denyCacheTtlMs: number("authorization-webhook-cache-unauthorized-ttl"),
     },
+    featureGates: argv["feature-gates"] as FeatureGates,
     verbosity: number("v"),
     loggingFormat: argv["logging-format"] === "text" ? "text" : "json",
   };

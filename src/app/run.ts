@@ -40,6 +40,13 @@ export async function run(
   if (config.ignoredFlags.length > 0) {
     log.warn({ flags: config.ignoredFlags }, "ignoring kube-controller-manager flags kvc does not implement");
   }
+  for (const warning of config.featureGates.warnings) log.warn(warning);
+  if (config.featureGates.withoutEffect.length > 0) {
+    log.warn(
+      { featureGates: config.featureGates.withoutEffect },
+      "feature gates set that none of kvc's volume loops reads",
+    );
+  }
   const kubeConfig = loadKubeConfig(config.kubeconfig, config.master);
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });

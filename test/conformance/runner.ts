@@ -90,6 +90,11 @@ export interface Scenario {
   /** The implementation running when the scenario starts (default: the runner's own). */
   startOn?: Implementation;
   /**
+   * Flags both implementations (and the shadow) run this scenario with, e.g. a feature gate: each is
+   * restarted with them before the scenario and without them after it.
+   */
+  flags?: string[];
+  /**
    * The writes a handover may make (`Write` lines as the snapshot's "Handover" key shows them), on
    * either side; default none: after a switch nothing is detached, re-bound, re-provisioned or created.
    */
@@ -154,6 +159,8 @@ export class ConformanceRunner {
   #storage!: StorageV1Api;
   #objects!: KubernetesObjectApi;
   #seq = 0;
+  /** The running scenario's own flags (Scenario.flags), after FLAGS. */
+  #flags: readonly string[] = [];
   /** The reference side's `kvc run --shadow` beside KCM (shadow-check.ts). */
   shadow: ShadowCheck | undefined;
   /** Its verdict on the last scenario, taken before the cleanup (or why there is none). */
@@ -191,10 +198,10 @@ export class ConformanceRunner {
     if (impl === "kube-controller-manager") {
       // The shadow is started and stopped with KCM, and watching before KCM starts: a decision KCM
       // makes at its start (an event on a resync) would otherwise be history to the shadow.
-      await this.shadow?.start();
+      await this.shadow?.start(this.#flags);
       const kcm = await this.#cp.startKubeControllerManager({
         controllers: CONTROLLERS,
-        args: [...FLAGS, `--flex-volume-plugin-dir=${this.#flexDir}`],
+        args: [...FLAGS, `--flex-volume-plugin-dir=${this.#flexDir}`, ...this.#flags],
       });
       return {
         impl,
@@ -209,6 +216,7 @@ export class ConformanceRunner {
       `--controllers=${CONTROLLERS.join(",")}`,
       `--flex-volume-plugin-dir=${this.#flexDir}`,
       ...FLAGS,
+      ...this.#flags,
     ]);
     await kvc.ready();
     return {
@@ -238,7 +246,10 @@ export class ConformanceRunner {
       windows: [],
       explain: new ExplainCheck(this.#cp.kubeconfigPath, ns),
     };
-    if (this.#impl === "kvc" && scenario.startOn && scenario.startOn !== this.#running?.impl)
+    if (scenario.flags) {
+      this.#flags = scenario.flags;
+      await this.#switchTo(scenario.startOn ?? this.#impl);
+    } else if (this.#impl === "kvc" && scenario.startOn && scenario.startOn !== this.#running?.impl)
       await this.#switchTo(scenario.startOn);
     await this.#core.createNamespace({ body: { metadata: { name: run.ns } } });
     try {
@@ -269,7 +280,9 @@ export class ConformanceRunner {
       // namesake node and volume in the next scenario then got no VolumeAttachment until that pass or
       // the 60 s verification, at a moment set by the process's start: `random seed 1007` after 1006
       // failed so. A restart starts the next scenario from what the API holds, on both sides.
-      if (scheduled || this.#running?.impl !== this.#impl) await this.#switchTo(this.#impl);
+      const flagged = this.#flags.length > 0;
+      this.#flags = [];
+      if (scheduled || flagged || this.#running?.impl !== this.#impl) await this.#switchTo(this.#impl);
       else await this.shadow?.start();
     }
   }

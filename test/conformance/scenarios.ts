@@ -442,6 +442,17 @@ export const SCENARIOS: Scenario[] = [
       { delete: { kind: "PersistentVolume", name: "a" } },
     ],
   },
+  {
+    // Beta and on by default in v1.37: bound claims get the Unused condition (the scenarios above).
+    name: "feature gate PersistentVolumeClaimUnusedSinceTime=false: no Unused condition, protection as before",
+    flags: ["--feature-gates=PersistentVolumeClaimUnusedSinceTime=false"],
+    steps: [
+      { create: [pv("a"), pvc("idle"), pv("b", { size: "2Gi" }), pvc("used", { size: "2Gi" }), node("n1")] },
+      { create: [pod("user", "n1", ["used"])] },
+      { delete: { kind: "PersistentVolumeClaim", name: "used" } },
+      { delete: { kind: "PersistentVolumeClaim", name: "idle" } },
+    ],
+  },
   // controller restart
   {
     name: "restart mid-way: binding completes after a restart",

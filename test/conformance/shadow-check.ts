@@ -54,14 +54,18 @@ export class ShadowCheck {
     this.#audit = new AuditLogTail(auditLogPath);
   }
 
-  /** Starts a shadow; resolves once its informers have synced (it ignores objects older than itself). */
-  async start(): Promise<void> {
+  /**
+   * Starts a shadow, with a scenario's own `flags` after the check's; resolves once its informers have
+   * synced (it ignores objects older than itself).
+   */
+  async start(flags: readonly string[] = []): Promise<void> {
     const p = await startKvc(this.kubeconfig, [
       "--shadow",
       `--shadow-grace-period=${GRACE_S}s`,
       "--kube-api-qps=-1",
       ...(SHADOW_LOG ? ["--v=4"] : []),
       ...this.args,
+      ...flags,
     ]);
     await p.ready();
     this.#process = p;

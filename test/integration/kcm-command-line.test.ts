@@ -7,7 +7,8 @@ import { format, resolveConfig } from "prettier";
 import { CONTROLLERS } from "../../src/app/controller-names.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
-import { catalogueModule, kcmAppSources, kcmHelp } from "../support/kcm-flags.js";
+import { KCM_FEATURE_GATES } from "../../src/app/kcm-feature-gates.js";
+import { catalogueModule, helpFeatureGates, kcmAppSources, kcmHelp } from "../support/kcm-flags.js";
 import { killAllKvc, startKvc } from "../support/kvc-process.js";
 import { kubeadmKcmFlags } from "../support/kubeadm.js";
 
@@ -19,6 +20,13 @@ test("src/app/kcm-flags.ts is what the built kube-controller-manager's --help yi
     parser: "typescript",
   });
   assert.equal(readFileSync(path, "utf8"), expected, "run `npm run kcm:flags`");
+});
+
+test("src/app/kcm-feature-gates.ts has the built kube-controller-manager's alpha and beta gates (npm run kcm:flags)", () => {
+  const catalogued = KCM_FEATURE_GATES.filter((g) => g.stage === "ALPHA" || g.stage === "BETA").map(
+    ({ name, stage, default: on }) => ({ name, stage, default: on }),
+  );
+  assert.deepEqual(catalogued, helpFeatureGates(kcmHelp()), "run `npm run kcm:flags`");
 });
 
 describe("a kubeadm kube-controller-manager command line", () => {

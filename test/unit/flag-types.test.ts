@@ -49,6 +49,7 @@ test("every flag kvc shares with KCM has KCM's type and default (durations, int3
     boolean: ["bool"],
     strings: ["strings"],
     string: ["string", "ip"],
+    colonSeparatedMultimapStringString: ["colonSeparatedMultimapStringString"],
   };
   const normalise = (d: string | undefined) =>
     (d ?? "").replace(/^"(.*)"$/, "$1").replace(/^\[(.*)\]$/, "$1");
