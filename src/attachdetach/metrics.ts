@@ -50,13 +50,14 @@ export class AttachDetachMetrics implements ReconcilerMetrics, OperationMetrics 
     operationName: OperationName,
     seconds: number,
     success: boolean,
+    migrated: boolean,
   ): void {
     this.#instruments.operationSeconds.observe(
       {
         volume_plugin: pluginName,
         operation_name: operationName,
         status: success ? "success" : "fail-unknown",
-        migrated: "false", // in-tree to CSI migration is not implemented here
+        migrated: String(migrated),
       },
       seconds,
     );

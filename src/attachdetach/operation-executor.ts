@@ -35,11 +35,13 @@ export interface NodeReader {
 
 /** storage_operation_duration_seconds. */
 export interface OperationMetrics {
+  /** `migrated`: the volume is an in-tree one translated to CSI (upstream getMigratedStatusBySpec). */
   operationCompleted(
     pluginName: string,
     operationName: OperationName,
     seconds: number,
     success: boolean,
+    migrated: boolean,
   ): void;
 }
 
@@ -147,7 +149,8 @@ export class OperationExecutor {
     } catch {
       // the attach itself reports the missing plugin
     }
-    return this.#run(volume, nodeKey, "volume_attach", pluginName, () => this.#attach(volume));
+    const migrated = volume.volumeSpec.migrated ?? false;
+    return this.#run(volume, nodeKey, "volume_attach", pluginName, migrated, () => this.#attach(volume));
   }
 
   /**
@@ -176,7 +179,8 @@ export class OperationExecutor {
       : plugin.name;
     return (verifySafeToDetach) => {
       const detacher = plugin.newDetacher();
-      return this.#run(volume, nodeKey, "volume_detach", pluginName, async () => {
+      const migrated = volume.volumeSpec?.migrated ?? false;
+      return this.#run(volume, nodeKey, "volume_detach", pluginName, migrated, async () => {
         try {
           if (verifySafeToDetach) await this.#verifySafeToDetach(volume);
           await detacher.detach(name, volume.nodeName, this.#o.signal);
@@ -400,6 +404,7 @@ export class OperationExecutor {
     nodeKey: string,
     operationName: OperationName,
     pluginName: string,
+    migrated: boolean,
     fn: () => Promise<void>,
   ): boolean {
     const { volumeName } = volume;
@@ -429,7 +434,7 @@ export class OperationExecutor {
     const startedAt = this.#o.clock.now();
     const completed = (success: boolean) => {
       const seconds = (this.#o.clock.now() - startedAt) / 1000;
-      this.#o.metrics?.operationCompleted(pluginName, operationName, seconds, success);
+      this.#o.metrics?.operationCompleted(pluginName, operationName, seconds, success, migrated);
     };
     // Asynchronous, like upstream's goroutine: nothing of fn runs before the caller's pass ends.
     this.#track(

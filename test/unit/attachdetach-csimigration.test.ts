@@ -188,6 +188,7 @@ describe("CSI migration in the attach/detach controller", () => {
     populateActualStateOfWorld([...nodes.values()], [va], c.world);
     assert.equal(c.asw.getAttachState(EBS_NAME, "n1"), "Uncertain");
     populateDesiredStateOfWorld([c.pod("p", "n2")], nodes, c.world);
+    const completed: string[] = [];
     const executor = new OperationExecutor({
       plugins: c.plugins,
       asw: c.asw,
@@ -195,6 +196,10 @@ describe("CSI migration in the attach/detach controller", () => {
       events: { event: () => {} },
       clock: c.clock,
       log: silentLogger,
+      metrics: {
+        operationCompleted: (plugin, operation, _seconds, success, migrated) =>
+          completed.push(`${operation} ${plugin} success=${success} migrated=${migrated}`),
+      },
     });
     const reconciler = new Reconciler({
       dsw: c.dsw,
@@ -216,5 +221,10 @@ describe("CSI migration in the attach/detach controller", () => {
     await reconciler.reconcile();
     await executor.waitForCompletion();
     assert.deepEqual(c.calls.attach, ["ebs.csi.aws.com^vol-1@n2"]);
+    // storage_operation_duration_seconds{migrated="true"}, as upstream's getMigratedStatusBySpec.
+    assert.deepEqual(completed, [
+      "volume_detach kubernetes.io/csi:ebs.csi.aws.com success=true migrated=true",
+      "volume_attach kubernetes.io/csi:ebs.csi.aws.com success=true migrated=true",
+    ]);
   });
 });
