@@ -7,12 +7,13 @@
  *   npm run bench:attach [-- --pods=200 --unthrottled]
  */
 import { parseArgs } from "node:util";
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1VolumeAttachment } from "@kubernetes/client-node";
+import { CoreV1Api, type V1VolumeAttachment } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { InformerFactory } from "../src/runtime/informer/index.js";
 import { waitFor } from "../src/util/wait.js";
 import { startKvc } from "../test/support/kvc-process.js";
 import { createPreBoundPair, pool, setClaimBound } from "./support.js";
+import { strategicMergePatch } from "../src/runtime/client.js";
 
 const { values } = parseArgs({
   options: { pods: { type: "string", default: "200" }, unthrottled: { type: "boolean", default: false } },
@@ -57,7 +58,7 @@ async function measure(run: string, start: () => Promise<() => Promise<void>>): 
       name: node,
       body: { status: { conditions: [{ type: "Ready", status: "True", reason: "Bench", message: "" }] } },
     },
-    setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+    strategicMergePatch,
   );
   const ids = Array.from({ length: PODS }, (_, i) => `${run}-${i}`);
   await pool(ids, CONCURRENCY, async (id) => {

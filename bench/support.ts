@@ -4,18 +4,15 @@ import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Api,
-  type V1PersistentVolumeSpec,
-} from "@kubernetes/client-node";
+import type { CoreV1Api, V1PersistentVolumeSpec } from "@kubernetes/client-node";
 import PQueue from "p-queue";
 import { probe } from "../src/controlplane/https-probe.js";
 import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER } from "../src/persistentvolume/annotations.js";
 import { freePort } from "../src/controlplane/ports.js";
 import { abortedWhen, waitFor } from "../src/util/wait.js";
 import { imageEntrypoint } from "../test/support/image.js";
+import { mergePatch } from "../src/runtime/client.js";
+export { mergePatch };
 
 /** Runs `fn` over `items` with at most `concurrency` in flight; rejects with the first failure. */
 export async function pool<T>(
@@ -137,8 +134,6 @@ export async function startCompiledKvc(
     },
   };
 }
-
-export const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /** The binder's PV status write: phase Bound. */
 export function setVolumeBound(core: CoreV1Api, name: string): Promise<unknown> {

@@ -1,15 +1,10 @@
-import {
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type KubeConfig,
-  type V1PersistentVolume,
-} from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig, type V1PersistentVolume } from "@kubernetes/client-node";
 import { isAlreadyExists, isNotFound } from "../../src/runtime/api-errors.js";
 import { realClock } from "../../src/runtime/clock.js";
 import { until } from "../../src/util/wait.js";
 import { keyOf, type World } from "./history.js";
 import { uniqueVolumeName } from "./invariants.js";
+import { mergePatch } from "../../src/runtime/client.js";
 
 /*
  * The cluster parts kvc works with that the embedded control plane lacks, played from the recorder's
@@ -17,7 +12,6 @@ import { uniqueVolumeName } from "./invariants.js";
  * src/dev/external-attacher.ts.) Each is a loop that reconciles every `intervalMs`.
  */
 
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 export const CSI_DRIVER = "chaos.csi.example.com";
 export const PROVISIONER = CSI_DRIVER;
 const ANN_PROVISIONER = "volume.kubernetes.io/storage-provisioner";

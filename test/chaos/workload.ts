@@ -1,7 +1,5 @@
 import {
   CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
   StorageV1Api,
   type KubeConfig,
   type V1PersistentVolumeClaim,
@@ -10,6 +8,7 @@ import {
 import { isNotFound } from "../../src/runtime/api-errors.js";
 import type { World } from "./history.js";
 import { PROVISIONER } from "./stand-ins.js";
+import { mergePatch, strategicMergePatch } from "../../src/runtime/client.js";
 
 /*
  * The seeded generator: it keeps creating and deleting PVs of every reclaim policy, claims of every
@@ -19,7 +18,6 @@ import { PROVISIONER } from "./stand-ins.js";
  */
 
 export const NAMESPACE = "default";
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 const CLASSES = {
   static: { provisioner: "kubernetes.io/no-provisioner", volumeBindingMode: "Immediate" },
   hostpath: { provisioner: "kubernetes.io/host-path", volumeBindingMode: "Immediate" },
@@ -79,7 +77,7 @@ export class Workload {
       });
       await this.#core.patchNodeStatus(
         { name, body: { status: { conditions: [{ type: "Ready", status: "True", reason: "Chaos" }] } } },
-        setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+        strategicMergePatch,
       );
     }
   }

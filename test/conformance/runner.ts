@@ -3,7 +3,6 @@ import {
   CoreV1Event,
   KubernetesObjectApi,
   PatchStrategy,
-  setHeaderOptions,
   StorageV1Api,
   type KubernetesObject,
   type V1PersistentVolumeList,
@@ -18,6 +17,7 @@ import { startKvc } from "../support/kvc-process.js";
 import { ExplainCheck } from "./explain-check.js";
 import { SHADOW_ENABLED, ShadowCheck, type ShadowVerdict } from "./shadow-check.js";
 import { WriteLog, type Collection, type Write } from "./write-log.js";
+import { mergePatch, strategicMergePatch } from "../../src/runtime/client.js";
 
 /**
  * Runs conformance scenarios against one implementation of the volume loops (upstream
@@ -103,9 +103,6 @@ export interface Scenario {
 
 /** What is compared: the scenario's objects, normalised. */
 export type Snapshot = Record<string, unknown>;
-
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
-const strategicPatch = setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch);
 
 /** Annotations the loops write; others (the test's own) are left out of the comparison. */
 const COMPARED_ANNOTATIONS = [
@@ -346,7 +343,7 @@ export class ConformanceRunner {
         ];
       }
       if (Object.keys(status).length)
-        await this.#core.patchNodeStatus({ name: node, body: { status } }, strategicPatch);
+        await this.#core.patchNodeStatus({ name: node, body: { status } }, strategicMergePatch);
       if (outOfService !== undefined) {
         const taints = outOfService
           ? [{ key: "node.kubernetes.io/out-of-service", value: "nodeshutdown", effect: "NoExecute" }]

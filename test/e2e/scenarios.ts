@@ -1,13 +1,12 @@
 import {
   CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
   StorageV1Api,
   type KubeConfig,
   type V1PersistentVolumeClaim,
 } from "@kubernetes/client-node";
 import { isNotFound } from "../../src/runtime/api-errors.js";
 import { waitFor } from "../../src/util/wait.js";
+import { mergePatch } from "../../src/runtime/client.js";
 
 /**
  * The end-to-end scenarios, cluster-agnostic: a kubeconfig and a description of the cluster's storage
@@ -36,8 +35,6 @@ export interface ScenarioResult {
   ms: number;
   error?: string;
 }
-
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 export async function runScenarios(config: E2EConfig): Promise<ScenarioResult[]> {
   const core = config.kubeConfig.makeApiClient(CoreV1Api);

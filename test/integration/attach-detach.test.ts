@@ -4,14 +4,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSyn
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
-import {
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  StorageV1Api,
-  type CoreV1Event,
-  type V1Node,
-} from "@kubernetes/client-node";
+import { CoreV1Api, StorageV1Api, type CoreV1Event, type V1Node } from "@kubernetes/client-node";
 import type { TimerConfig } from "../../src/attachdetach/attach-detach-controller.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { realClock } from "../../src/runtime/clock.js";
@@ -29,6 +22,7 @@ import {
   startAttachDetachController,
   type InProcessAttachDetach,
 } from "../support/attach-detach.js";
+import { mergePatch } from "../../src/runtime/client.js";
 
 /*
  * The attach/detach controller on a real apiserver, run in-process so its timers can be short (as
@@ -40,7 +34,6 @@ import {
 const DRIVER = "ebs.csi.aws.com";
 const NS = "default";
 const timeoutMs = 30_000;
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 const FLEX_FIXTURE = fileURLToPath(new URL("../fixtures/flexvolume/fake-driver.sh", import.meta.url));
 

@@ -1,12 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import {
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  StorageV1Api,
-  type V1PersistentVolumeSpec,
-} from "@kubernetes/client-node";
+import { CoreV1Api, StorageV1Api, type V1PersistentVolumeSpec } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
 import { attachmentName } from "../../src/volume/csi/attachment-name.js";
@@ -19,6 +13,7 @@ import {
   startAttachDetachController,
   type InProcessAttachDetach,
 } from "../support/attach-detach.js";
+import { mergePatch } from "../../src/runtime/client.js";
 
 /*
  * Handover from kube-controller-manager to kvc with an in-tree volume migrated to CSI (issue 11):
@@ -36,7 +31,6 @@ const CSI_DRIVER = "other.csi.example.com";
 const EBS_UNIQUE = `kubernetes.io/csi/${EBS_DRIVER}^vol-0a1b2c3d`;
 const CSI_UNIQUE = `kubernetes.io/csi/${CSI_DRIVER}^h1`;
 const timeoutMs = 60_000;
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 describe("handover from KCM to kvc with an in-tree EBS volume attached", () => {
   let cp: LocalControlPlane;

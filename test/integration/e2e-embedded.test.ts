@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { CoreV1Api, PatchStrategy, setHeaderOptions, StorageV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { startExternalAttacher } from "../../src/dev/external-attacher.js";
 import { silentLogger } from "../../src/runtime/logger.js";
 import { runScenarios } from "../e2e/scenarios.js";
 import { killAllKvc, startKvc } from "../support/kvc-process.js";
+import { strategicMergePatch } from "../../src/runtime/client.js";
 
 /*
  * The kind e2e scenarios (test/e2e/scenarios.ts) on the embedded control plane: kvc as a separate
@@ -37,7 +38,7 @@ before(async () => {
       name: NODE,
       body: { status: { conditions: [{ type: "Ready", status: "True", reason: "E2E", message: "" }] } },
     },
-    setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+    strategicMergePatch,
   );
   await storage.createStorageClass({
     body: {

@@ -3,7 +3,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
-import { CoreV1Api, PatchStrategy, setHeaderOptions, StorageV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { ClusterReader } from "../../src/explain/cluster.js";
 import { explainPod, type PodExplanation } from "../../src/explain/pod.js";
@@ -21,6 +21,7 @@ import {
   startAttachDetachController,
   type InProcessAttachDetach,
 } from "../support/attach-detach.js";
+import { mergePatch } from "../../src/runtime/client.js";
 
 /*
  * kvc explain pod beside the attach/detach controller (in-process) on a real apiserver; the test
@@ -33,7 +34,6 @@ const run = promisify(execFile);
 const DRIVER = "explain.csi.example.com";
 const NS = "default";
 const timeoutMs = 30_000;
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 describe("kvc explain pod on the real control plane", () => {
   let cp: LocalControlPlane;

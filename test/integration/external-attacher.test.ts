@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { CoreV1Api, PatchStrategy, setHeaderOptions, StorageV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { attacherFinalizer, startExternalAttacher } from "../../src/dev/external-attacher.js";
 import { silentLogger } from "../../src/runtime/logger.js";
@@ -15,6 +15,7 @@ import {
   startAttachDetachController,
   type InProcessAttachDetach,
 } from "../support/attach-detach.js";
+import { mergePatch } from "../../src/runtime/client.js";
 
 /*
  * The stand-in external-attacher (src/dev/external-attacher.ts, used by `kvc dev` and the chaos
@@ -26,7 +27,6 @@ const DRIVER = "attacher.csi.example.com";
 const FINALIZER = "external-attacher/attacher-csi-example-com";
 const PV_PROTECTION = "kubernetes.io/pv-protection";
 const NS = "default";
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 const timeoutMs = 30_000;
 
 describe("stand-in external-attacher on a real apiserver", () => {

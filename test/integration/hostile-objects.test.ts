@@ -8,8 +8,6 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import {
   CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
   StorageV1Api,
   type V1PersistentVolume,
   type V1PersistentVolumeClaim,
@@ -21,6 +19,7 @@ import { waitFor } from "../../src/util/wait.js";
 import { attachmentName } from "../../src/volume/csi/attachment-name.js";
 import { attachWhenAsked, createManagedNode } from "../support/attach-detach.js";
 import { BINDER_FLAGS, killAllKvc, startKvc, type KvcProcess } from "../support/kvc-process.js";
+import { mergePatch } from "../../src/runtime/client.js";
 
 const NS = "hostile";
 let cp: LocalControlPlane;
@@ -114,7 +113,6 @@ test("a poisoned PV (huge annotation, thousands of labels, absurd capacity) does
 });
 
 const DRIVER = "ebs.csi.aws.com";
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /** A CSI PV of `DRIVER` pre-bound to a new claim, as the binder leaves them. */
 async function boundCSIClaim(handle: string, csi: Partial<V1PersistentVolume["spec"]> = {}): Promise<string> {

@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
-  PatchStrategy,
-  setHeaderOptions,
   type CoreV1Api,
   type V1PersistentVolume,
   type V1PersistentVolumeClaim,
@@ -17,6 +15,7 @@ import { ApiClients } from "../../src/runtime/client.js";
 import { InformerFactory } from "../../src/runtime/informer/index.js";
 import type { LogSink } from "../../src/runtime/logger.js";
 import { waitFor } from "../../src/util/wait.js";
+import { mergePatch } from "../../src/runtime/client.js";
 
 /*
  * Both controllers against a real apiserver, whose StorageObjectInUseProtection admission plugin
@@ -31,7 +30,6 @@ import { waitFor } from "../../src/util/wait.js";
 const ns = "default";
 const PVC_FINALIZER = "kubernetes.io/pvc-protection";
 const PV_FINALIZER = "kubernetes.io/pv-protection";
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 const timeoutMs = 30_000;
 
 describe("protection controllers on a real apiserver", () => {

@@ -1,21 +1,16 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
-import {
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1PersistentVolumeClaim,
-} from "@kubernetes/client-node";
+import { CoreV1Api, type V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { InformerFactory } from "../../src/runtime/informer/index.js";
 import { waitFor } from "../../src/util/wait.js";
 import { waitGone } from "../support/api.js";
 import { BINDER_FLAGS, killAllKvc, startKvc, type KvcProcess } from "../support/kvc-process.js";
+import { mergePatch } from "../../src/runtime/client.js";
 
 const N = Number(process.env.KVC_INTEGRATION_PV_OBJECTS ?? 100);
 const TIMEOUT_MS = 60_000 + N * 1_000;
-const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 describe("PV binder lifecycle on the real control plane (ports of upstream's persistent_volumes_test.go)", () => {
   let cp: LocalControlPlane;
@@ -156,8 +151,11 @@ describe("PV binder lifecycle on the real control plane (ports of upstream's per
           const i = Math.floor(Math.random() * N);
           const body = { metadata: { annotations: { "kvc-test/round": String(round) } } };
           await (round % 2
-            ? core.patchPersistentVolume({ name: `mm-${i}`, body }, merge)
-            : core.patchNamespacedPersistentVolumeClaim({ namespace: "multi", name: `c-${i}`, body }, merge));
+            ? core.patchPersistentVolume({ name: `mm-${i}`, body }, mergePatch)
+            : core.patchNamespacedPersistentVolumeClaim(
+                { namespace: "multi", name: `c-${i}`, body },
+                mergePatch,
+              ));
         }
       })();
       let claims: V1PersistentVolumeClaim[] = [];

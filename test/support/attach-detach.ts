@@ -1,7 +1,5 @@
 import {
   type CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
   type KubeConfig,
   type StorageV1Api,
   type V1NodeSpec,
@@ -20,13 +18,12 @@ import { waitFor } from "../../src/util/wait.js";
 import { defaultPlugins } from "../../src/volume/default-plugins.js";
 import { FlexVolumeProber } from "../../src/volume/flexvolume/prober.js";
 import { VolumePluginManager } from "../../src/volume/plugin-manager.js";
+import { mergePatch, strategicMergePatch } from "../../src/runtime/client.js";
 
 /*
  * The attach/detach controller run in-process on a real apiserver, so that its timers can be short
  * (as upstream's integration tests set TimerConfig), and the CSI external-attacher the tests play.
  */
-
-const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 export interface InProcessAttachDetach {
   controller: AttachDetachController;
@@ -285,7 +282,7 @@ export async function setNodeReady(core: CoreV1Api, name: string, status: NodeRe
         status: { conditions: [{ type: "Ready", status, reason: "Test", message: "set by the test" }] },
       },
     },
-    setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+    strategicMergePatch,
   );
 }
 
