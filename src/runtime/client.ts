@@ -10,12 +10,13 @@ import {
   CoreV1Api,
   createConfiguration,
   KubeConfig,
+  HttpMethod,
+  RequestContext,
   ResponseContext,
   SelfDecodingBody,
   ServerConfiguration,
   StorageV1Api,
   wrapHttpLibrary,
-  type RequestContext,
 } from "@kubernetes/client-node";
 import { existsSync } from "node:fs";
 import { delimiter } from "node:path";
@@ -196,7 +197,7 @@ export class ApiClients {
     const host = new URL(cluster.server).host;
     const limiter = this.limiter;
     const clock = opts.clock ?? realClock;
-    const connections = new SharedDispatcher(clock);
+    const authentication = new RequestAuthentication(kubeConfig, cluster.server, clock);
     const { requestTimeoutMs = 0, writeGate, recordWrite } = opts;
     const httpApi = wrapHttpLibrary({
       async send(request: RequestContext): Promise<ResponseContext> {
@@ -217,7 +218,6 @@ export class ApiClients {
             new SelfDecodingBody(Promise.resolve(json)),
           );
         }
-        connections.use(request);
         await limiter.wait();
         // After the limiter's wait, which may be long: the gate judges the moment of sending.
         const fence = writeGate && !READ_METHODS.has(method) ? await writeGate.admit() : undefined;
@@ -254,6 +254,7 @@ export class ApiClients {
           // Read the body under the same deadline: a server may stall after the headers.
           const body = Buffer.from(await response.body.arrayBuffer());
           metrics?.requests.inc({ code: String(response.statusCode), method, host });
+          if (response.statusCode === 401) authentication.invalidate();
           return new ResponseContext(
             response.statusCode,
             headerRecord(response.headers),
@@ -270,7 +271,7 @@ export class ApiClients {
     });
     const configuration = createConfiguration({
       baseServer: new ServerConfiguration(cluster.server, {}),
-      authMethods: { default: kubeConfig },
+      authMethods: { default: authentication },
       httpApi,
       promiseMiddleware: [
         {
@@ -291,7 +292,7 @@ export class ApiClients {
         request.setHeaderParam("Content-Type", "application/json");
         request.setBody(JSON.stringify(body));
       }
-      await kubeConfig.applySecurityAuthentication(request);
+      await authentication.applySecurityAuthentication(request);
       for (const middleware of configuration.middleware) await middleware.pre(request).toPromise();
       if (signal) request.setSignal(signal);
       const response = await httpApi.send(request).toPromise();
@@ -321,30 +322,67 @@ type Dispatcher = NonNullable<ReturnType<RequestContext["getDispatcher"]>>;
 const DISPATCHER_RENEW_MS = 5 * 60_000;
 
 /**
- * client-node 2.0.1 builds a new undici Agent for every request (KubeConfig.applySecurityAuthentication
- * calls createDispatcher, which, unlike createAgent, is not cached; it also re-reads the CA and
- * certificate files), so every request paid a TCP and TLS handshake and no connection was reused:
- * about 4× the latency of a kept-alive request, and one socket per request in TIME_WAIT. Requests
- * through ApiClients share one dispatcher instead; it is replaced every few minutes, so a rotated
- * client certificate or CA file still takes effect, and the old one closes once its requests finish.
+ * How long requests share one computation of their credentials: client-go re-reads a token file
+ * after a minute (CachedFileTokenSource); an exec plugin's or auth provider's token is cached by
+ * client-node until it expires, and a 401 makes the next request ask again.
  */
-export class SharedDispatcher {
-  #current: Dispatcher | undefined;
-  #since = 0;
+const AUTHENTICATION_REFRESH_MS = 10_000;
 
-  constructor(private readonly clock: Clock) {}
+/**
+ * KubeConfig.applySecurityAuthentication, shared by every request through ApiClients. client-node
+ * 2.0.1 runs it for every request: it reads the CA and client certificate files again (synchronous
+ * reads on the event loop) and builds a new undici Agent, so no connection was reused (about 4× the
+ * latency of a kept-alive request, one socket per request in TIME_WAIT), and at 1,000 provisioned
+ * claims it was 6% of kvc's CPU. Here its headers are computed again every
+ * AUTHENTICATION_REFRESH_MS, and requests share one dispatcher, replaced every DISPATCHER_RENEW_MS
+ * (the old one closes once its requests finish), so rotated tokens, certificates and CA files still
+ * take effect.
+ */
+export class RequestAuthentication {
+  #headers: Record<string, string> = {};
+  #dispatcher: Dispatcher | undefined;
+  #headersAt = -Infinity;
+  #dispatcherAt = -Infinity;
+  #refreshing: Promise<void> | undefined;
 
-  use(request: RequestContext): void {
-    const fresh = request.getDispatcher();
-    if (!fresh) return; // no TLS options: undici's global dispatcher, which pools already
-    const now = this.clock.now();
-    if (!this.#current || now - this.#since >= DISPATCHER_RENEW_MS) {
-      const old = this.#current;
-      this.#current = fresh;
-      this.#since = now;
-      void old?.close();
+  constructor(
+    private readonly kubeConfig: Pick<KubeConfig, "applySecurityAuthentication">,
+    private readonly server: string,
+    private readonly clock: Clock,
+  ) {}
+
+  getName(): string {
+    return "RequestAuthentication";
+  }
+
+  /** Sets the request's credentials and connection pool (client-node's SecurityAuthentication). */
+  async applySecurityAuthentication(request: RequestContext): Promise<void> {
+    if (this.clock.now() - this.#headersAt >= AUTHENTICATION_REFRESH_MS) {
+      this.#refreshing ??= this.#refresh().finally(() => (this.#refreshing = undefined));
+      await this.#refreshing;
     }
-    request.setDispatcher(this.#current);
+    for (const [name, value] of Object.entries(this.#headers)) request.setHeaderParam(name, value);
+    if (this.#dispatcher) request.setDispatcher(this.#dispatcher);
+  }
+
+  /** The server refused the credentials (401): the next request computes them again. */
+  invalidate(): void {
+    this.#headersAt = -Infinity;
+  }
+
+  async #refresh(): Promise<void> {
+    const probe = new RequestContext(this.server, HttpMethod.GET);
+    await this.kubeConfig.applySecurityAuthentication(probe);
+    const now = this.clock.now();
+    this.#headers = probe.getHeaders();
+    this.#headersAt = now;
+    const fresh = probe.getDispatcher();
+    // No TLS options: undici's global dispatcher, which pools already.
+    if (!fresh || (this.#dispatcher && now - this.#dispatcherAt < DISPATCHER_RENEW_MS)) return;
+    const old = this.#dispatcher;
+    this.#dispatcher = fresh;
+    this.#dispatcherAt = now;
+    void old?.close();
   }
 }
 
