@@ -24,6 +24,7 @@ import {
   type ReasonCode,
 } from "../persistentvolume/volume-index.js";
 import { compareQuantities, tryParseQuantity, type Quantity } from "../util/quantity.js";
+import { deepCopy } from "../util/deep-copy.js";
 
 /**
  * `kvc explain pvc`: what the PV binder does with a claim and why, decided by the binder's own
@@ -137,7 +138,7 @@ export function explainClaim(inputs: ClaimInputs): ClaimExplanation {
     matching && noClass && !bestMatch(claim) ? defaultStorageClass(inputs.classes) : undefined;
   let effective = claim;
   if (defaultClass) {
-    effective = structuredClone(claim);
+    effective = deepCopy(claim);
     (effective.spec ??= {}).storageClassName = defaultClass.metadata?.name ?? "";
   }
   const className = getClaimClass(effective);

@@ -20,6 +20,7 @@ import {
 } from "./annotations.js";
 import type { BinderContext } from "./binder-context.js";
 import { claimKey, isVolumeBoundToClaim } from "./pv-helpers.js";
+import { deepCopy } from "../util/deep-copy.js";
 
 /**
  * The writes that bind and unbind a PV and a PVC, and the phase writes they are made of. Each write
@@ -72,7 +73,7 @@ export async function bindVolumeToClaim(
 ): Promise<V1PersistentVolume> {
   const ref = volume.spec?.claimRef;
   const meta = claim.metadata;
-  const clone = structuredClone(volume);
+  const clone = deepCopy(volume);
   let dirty = false;
   if (
     !ref ||
@@ -102,7 +103,7 @@ export async function bindClaimToVolume(
   volume: V1PersistentVolume,
 ): Promise<V1PersistentVolumeClaim> {
   const volumeName = volume.metadata?.name ?? "";
-  const clone = structuredClone(claim);
+  const clone = deepCopy(claim);
   let dirty = false;
   if (volumeName !== (claim.spec?.volumeName ?? "")) {
     (clone.spec ??= {}).volumeName = volumeName;
@@ -132,7 +133,7 @@ export async function updateClaimStatus(
   volume: V1PersistentVolume | undefined,
 ): Promise<V1PersistentVolumeClaim> {
   const status = claim.status ?? {};
-  const clone = structuredClone(claim);
+  const clone = deepCopy(claim);
   const next: V1PersistentVolumeClaimStatus = (clone.status ??= {});
   let dirty = false;
   if (status.phase !== phase) {
@@ -225,7 +226,7 @@ export async function updateVolumePhase(
   resend = false,
 ): Promise<V1PersistentVolume> {
   if (volume.status?.phase === phase && !resend) return volume;
-  const clone = structuredClone(volume);
+  const clone = deepCopy(volume);
   clone.status ??= {};
   clone.status.phase = phase;
   if (message) clone.status.message = message;
@@ -263,7 +264,7 @@ export async function updateVolumePhaseWithEvent(
  * stays reserved for a claim of that name.
  */
 export async function unbindVolume(ctx: BinderContext, volume: V1PersistentVolume): Promise<void> {
-  const clone = structuredClone(volume);
+  const clone = deepCopy(volume);
   if (hasAnnotation(volume, ANN_BOUND_BY_CONTROLLER)) {
     if (clone.spec) delete clone.spec.claimRef;
     removeAnnotation(clone, ANN_BOUND_BY_CONTROLLER);

@@ -31,6 +31,7 @@ import {
   volumeModeMismatch,
   volumeVAC,
 } from "./pv-helpers.js";
+import { deepCopy } from "../util/deep-copy.js";
 
 /**
  * Decides what to do with a claim (added, updated or resynced; upstream makes no difference): one
@@ -50,7 +51,7 @@ async function updateClaimMigrationAnnotations(
   // Decided on a copy of the annotations alone: every claim passes here on every resync.
   const annotations = claim.metadata?.annotations && { ...claim.metadata.annotations };
   if (!updateMigrationAnnotations(ctx.migration, annotations, true)) return claim;
-  const clone = structuredClone(claim);
+  const clone = deepCopy(claim);
   if (annotations) (clone.metadata ??= {}).annotations = annotations;
   let saved: V1PersistentVolumeClaim;
   try {

@@ -29,6 +29,7 @@ import { classProvisionerName, IN_TREE_PLUGIN_PREFIX, updateMigrationAnnotations
 import type { BinderContext } from "./binder-context.js";
 import { BETA_STORAGE_CLASS_ANNOTATION, claimKey, getClaimClass } from "./pv-helpers.js";
 import { doDeleteVolume, findDeletablePlugin } from "./reclaim.js";
+import { deepCopy } from "../util/deep-copy.js";
 
 /** The in-process CSI plugin: the only one that may provision from a dataSource. */
 const CSI_PLUGIN_NAME = "kubernetes.io/csi";
@@ -194,7 +195,7 @@ async function provisionVolume(
   node: V1Node | undefined,
 ): Promise<V1PersistentVolume> {
   try {
-    return structuredClone(await provisioner.provision(node, storageClass.allowedTopologies));
+    return deepCopy(await provisioner.provision(node, storageClass.allowedTopologies));
   } catch (err) {
     // Only a failure of the storage itself sends the claim back to the scheduler.
     await rescheduleProvisioning(ctx, claim);
@@ -342,7 +343,7 @@ async function setClaimProvisioner(
   provisionerName: string,
 ): Promise<V1PersistentVolumeClaim> {
   if (claim.metadata?.annotations?.[ANN_STORAGE_PROVISIONER] === provisionerName) return claim;
-  const clone = structuredClone(claim);
+  const clone = deepCopy(claim);
   // TODO(upstream): drop the beta annotation after its deprecation period.
   setAnnotation(clone, ANN_BETA_STORAGE_PROVISIONER, provisionerName);
   setAnnotation(clone, ANN_STORAGE_PROVISIONER, provisionerName);
@@ -355,7 +356,7 @@ async function setClaimProvisioner(
 /** Hands a failed WaitForFirstConsumer provisioning back to the scheduler by dropping selected-node. */
 async function rescheduleProvisioning(ctx: BinderContext, claim: V1PersistentVolumeClaim): Promise<void> {
   if (!hasAnnotation(claim, ANN_SELECTED_NODE)) return;
-  const clone = structuredClone(claim);
+  const clone = deepCopy(claim);
   removeAnnotation(clone, ANN_SELECTED_NODE);
   let saved: V1PersistentVolumeClaim;
   try {
@@ -390,7 +391,7 @@ export async function assignDefaultStorageClass(
     return false;
   }
   const storageClassName = storageClass.metadata?.name ?? "";
-  const clone = structuredClone(claim);
+  const clone = deepCopy(claim);
   (clone.spec ??= {}).storageClassName = storageClassName;
   const saved = await ctx.api.updateClaim(clone);
   // Upstream leaves the cache to the watch event; caching our own write is what every other write does.

@@ -20,6 +20,7 @@ import { unbindVolume, updateVolumePhaseWithEvent } from "./bind.js";
 import { classProvisionerName, IN_TREE_PLUGIN_PREFIX, setFinalizers } from "./csi-migration.js";
 import type { BinderContext } from "./binder-context.js";
 import { getVolumeClass } from "./pv-helpers.js";
+import { deepCopy } from "../util/deep-copy.js";
 
 /**
  * Carries out a released volume's reclaim policy: Retain leaves it Released, Recycle scrubs it and
@@ -236,7 +237,7 @@ async function removeDeletionProtectionFinalizer(
   if (ctx.options.shadow && !holds(current)) current = volume;
   if (!current || !holds(current)) return;
   const finalizers = current.metadata?.finalizers ?? [];
-  const clone = structuredClone(current);
+  const clone = deepCopy(current);
   setFinalizers(
     clone,
     finalizers.filter((f) => f !== FINALIZER_IN_TREE_PV_PROTECTION),

@@ -13,6 +13,7 @@ import { modifyDeletionFinalizers, setFinalizers, updateMigrationAnnotations } f
 import type { BinderContext } from "./binder-context.js";
 import { volumeModeMismatch } from "./pv-helpers.js";
 import { reclaimVolume } from "./reclaim.js";
+import { deepCopy } from "../util/deep-copy.js";
 
 /**
  * Decides what to do with a volume (added, updated or resynced): an unbound or pre-bound one is
@@ -146,7 +147,7 @@ async function updateVolumeMigrationAnnotationsAndFinalizers(
   const annotationsModified = updateMigrationAnnotations(ctx.migration, annotations, false);
   const { finalizers, modified: finalizersModified } = modifyDeletionFinalizers(ctx.migration, volume);
   if (!annotationsModified && !finalizersModified) return volume;
-  const clone = structuredClone(volume);
+  const clone = deepCopy(volume);
   if (annotations) (clone.metadata ??= {}).annotations = annotations;
   if (finalizersModified) setFinalizers(clone, finalizers);
   let saved: V1PersistentVolume;

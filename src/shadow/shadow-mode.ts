@@ -23,6 +23,7 @@ import {
   type RecordedResponse,
   type WriteRequest,
 } from "./recorder.js";
+import { deepCopy } from "../util/deep-copy.js";
 
 export interface ShadowOptions {
   clock: Clock;
@@ -171,7 +172,7 @@ export class ShadowMode {
         const node = nodes.store.get(name);
         const reported = this.#reported.get(name);
         if (!node || !reported) return node;
-        const copy = structuredClone(node); // the informer's objects are frozen
+        const copy = deepCopy(node); // the informer's objects are frozen
         (copy.status ??= {}).volumesAttached = reported;
         return copy;
       },

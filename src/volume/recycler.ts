@@ -3,6 +3,7 @@ import { errorMessage, isAlreadyExists, isNotFound } from "../runtime/api-errors
 import { waitFor } from "../util/wait.js";
 import { quantityValue, tryParseQuantity, ZERO_QUANTITY } from "../util/quantity.js";
 import type { RecycleEventRecorder } from "./plugin.js";
+import { deepCopy } from "../util/deep-copy.js";
 
 /** The pod API a recycler needs; CoreV1Api in production, a fake in tests. */
 export type RecyclerPodApi = Pick<
@@ -92,7 +93,7 @@ export async function recycleVolumeByWatchingPodUntilCompletion(
 ): Promise<void> {
   // A fixed name, so a second controller recycling the same PV gets AlreadyExists.
   const name = `${RECYCLER_POD_PREFIX}${pvName}`;
-  const pod = structuredClone(template);
+  const pod = deepCopy(template);
   const metadata = (pod.metadata ??= {});
   const namespace = (metadata.namespace ??= "default");
   metadata.name = name;
@@ -218,7 +219,7 @@ export class PodRecycler {
 
   /** The template (not modified) with `source` as its first volume and a deadline sized to the PV. */
   #recyclerPod(pv: V1PersistentVolume, source: RecyclerVolumeSource): V1Pod {
-    const pod = structuredClone(this.#template);
+    const pod = deepCopy(this.#template);
     const spec = pod.spec ?? { containers: [] };
     const [first, ...rest] = spec.volumes ?? [];
     spec.volumes = [{ name: first?.name ?? "vol", ...source }, ...rest];

@@ -2,6 +2,7 @@ import type { CoreV1Event } from "@kubernetes/client-node";
 import type { Clock } from "../clock.js";
 import { TokenBucket } from "../workqueue/rate-limiter.js";
 import { Lru } from "./lru.js";
+import { deepCopy } from "../../util/deep-copy.js";
 
 /** client-go's CorrelatorOptions, with its defaults below. */
 export interface CorrelatorOptions {
@@ -115,7 +116,7 @@ export class EventCorrelator {
     if (!oldest.done) group.messages.delete(oldest.value);
     // One Event stands for the whole group, keyed by the group so that later members update it.
     // The incoming event's name is unused on the server, so the combined event can take it.
-    const combined = structuredClone(event);
+    const combined = deepCopy(event);
     combined.metadata = { name: event.metadata.name, namespace: event.metadata.namespace };
     combined.count = 1;
     combined.message = combinedMessagePrefix + event.message;
@@ -126,7 +127,7 @@ export class EventCorrelator {
     const last = this.#observed.get(key);
     let correlation: Correlation = { event };
     if (last) {
-      const repeat = structuredClone(event);
+      const repeat = deepCopy(event);
       repeat.metadata.name = last.name;
       repeat.firstTimestamp = last.firstTimestamp;
       repeat.count = last.count + 1;

@@ -114,7 +114,7 @@ export class SharedInformer<T extends KubernetesObject> {
     return this.#name;
   }
 
-  /** The cache. Its objects are deep-frozen and shared: structuredClone one before changing it. */
+  /** The cache. Its objects are deep-frozen and shared: deepCopy one (util/deep-copy.ts) before changing it. */
   get store(): Indexer<T> {
     return this.#store;
   }

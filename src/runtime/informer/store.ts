@@ -37,7 +37,7 @@ export type Change<T> =
 
 /**
  * The read side of an informer's cache. Objects are deep-frozen and shared: a controller that wants to
- * change one works on a copy (`structuredClone(obj)`) and writes that to the apiserver.
+ * change one works on a copy (`deepCopy(obj)`, util/deep-copy.ts) and writes that to the apiserver.
  */
 export interface Indexer<T> {
   get(key: string): T | undefined;

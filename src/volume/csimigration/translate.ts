@@ -7,6 +7,7 @@ import type { InTreePlugin } from "./plugins/in-tree-volume.js";
 import { osCinderCSITranslator } from "./plugins/openstack-cinder.js";
 import { portworxCSITranslator } from "./plugins/portworx.js";
 import { vSphereCSITranslator } from "./plugins/vsphere-volume.js";
+import { deepCopy } from "../../util/deep-copy.js";
 
 /*
  * In-tree volume sources to their CSI drivers' (upstream k8s.io/csi-translation-lib translate.go,
@@ -33,7 +34,7 @@ const plugins = [...IN_TREE_PLUGINS.values()];
  * driver's topology keys); `pv` itself is not modified.
  */
 export function translateInTreePVToCSI(pv: V1PersistentVolume): V1PersistentVolume {
-  const copy = structuredClone(pv);
+  const copy = deepCopy(pv);
   const plugin = plugins.find((candidate) => candidate.canSupport(copy));
   if (!plugin) {
     throw new Error(
@@ -52,7 +53,7 @@ export function translateInTreeInlineVolumeToCSI(volume: V1Volume, podNamespace:
   if (!plugin) {
     throw new Error(`could not find in-tree plugin translation logic for ${JSON.stringify(volume.name)}`);
   }
-  const pv = plugin.translateInTreeInlineVolumeToCSI(structuredClone(volume), podNamespace);
+  const pv = plugin.translateInTreeInlineVolumeToCSI(deepCopy(volume), podNamespace);
   if (pv.spec) pv.spec.volumeMode ??= "Filesystem";
   return pv;
 }
