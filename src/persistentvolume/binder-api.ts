@@ -2,6 +2,7 @@ import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/cl
 import type { JsonRequest } from "../runtime/client.js";
 import { persistentVolumeClaims, persistentVolumes } from "../runtime/informer/resources.js";
 import { modelDecoder } from "../runtime/model-codec.js";
+import { trimManagedFields } from "../runtime/informer/transform.js";
 
 /**
  * The API writes and reads of the binder. Every update sends the object's resourceVersion, so a
@@ -18,8 +19,14 @@ export interface BinderApi {
   updateClaimStatus(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim>;
 }
 
-const decodeVolume = modelDecoder(persistentVolumes);
-const decodeClaim = modelDecoder(persistentVolumeClaims);
+// Without managedFields, as the informers keep them (trimManagedFields): the answers go to the same
+// cache, and every copy and write of them would carry the largest part of the object for nothing.
+const decodeVolume = trimmed(modelDecoder(persistentVolumes));
+const decodeClaim = trimmed(modelDecoder(persistentVolumeClaims));
+
+function trimmed<T>(decode: (json: unknown) => T): (json: unknown) => T {
+  return (json) => trimManagedFields(decode(json));
+}
 
 /**
  * BinderApi over the API's JSON (ApiClients.requestJson). Updates are PUTs of the whole object with

@@ -9,7 +9,8 @@ import { BINDER_FLAGS, killAllKvc, startKvc } from "../support/kvc-process.js";
 /*
  * kvc writes PVs and claims back whole (PUT). A field the API has and client-node's models lack must
  * survive: PersistentVolumeClaimStatus.healthStatus (v1.37, gate CSIVolumeHealth) is one, against
- * client-node 2.0.1. Before model-codec, binding the claim erased it.
+ * client-node 2.0.1. Before model-codec, binding the claim erased it. managedFields, which kvc does not
+ * keep, must survive too.
  */
 describe("fields client-node's models lack survive kvc's writes", () => {
   let cp: LocalControlPlane;
@@ -57,6 +58,11 @@ describe("fields client-node's models lack survive kvc's writes", () => {
     const created = (await clients.requestJson("GET", path)) as { status?: object };
     created.status = { ...created.status, healthStatus };
     await clients.requestJson("PUT", `${path}/status`, { body: created });
+    type Raw = { metadata?: { managedFields?: { manager?: string; subresource?: string }[] } };
+    const managers = (o: Raw) =>
+      (o.metadata?.managedFields ?? []).map((f) => `${f.manager ?? ""} ${f.subresource ?? ""}`).sort();
+    const before = managers((await clients.requestJson("GET", path)) as Raw);
+    assert.ok(before.length > 0);
     const kvc = await startKvc(cp.kubeconfigPath, BINDER_FLAGS);
     await kvc.ready();
     await waitFor(
@@ -68,5 +74,13 @@ describe("fields client-node's models lack survive kvc's writes", () => {
     // Read as JSON: client-node's typed read would drop the field itself.
     const raw = (await clients.requestJson("GET", path)) as { status?: { healthStatus?: unknown } };
     assert.deepEqual(raw.status?.healthStatus, healthStatus);
+    // kvc keeps no managedFields (trimManagedFields) and PUTs without them: the apiserver keeps the
+    // object's own and adds kvc's.
+    const after = managers(raw as Raw);
+    assert.ok(
+      before.every((m) => after.includes(m)),
+      `managedFields before ${JSON.stringify(before)}, after ${JSON.stringify(after)}`,
+    );
+    assert.ok(after.length > before.length, "kvc's own update is recorded");
   });
 });
