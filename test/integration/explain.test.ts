@@ -138,7 +138,9 @@ describe("kvc explain pvc on the real control plane", () => {
     assert.deepEqual(codes(r, "r-pending"), ["NotAvailable"]);
     assert.deepEqual(codes(r, "r-vac"), ["AttributesClass"]);
     assert.deepEqual(codes(r, "r-deleting"), ["Deleting"]);
-    assert.equal(r.conclusion.kind, "NoMatchNoClass");
+    // Only r-pending fails on nothing but its phase: the binder waits for it to turn Available.
+    assert.equal(r.conclusion.kind, "WaitForVolumeAvailable");
+    assert.equal(r.conclusion.volume, "r-pending");
 
     await storage.createStorageClass({
       body: {
