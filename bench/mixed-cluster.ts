@@ -13,7 +13,8 @@ import { attachmentName } from "../src/volume/csi/attachment-name.js";
 import { isAlreadyExists } from "../src/runtime/api-errors.js";
 import { realClock } from "../src/runtime/clock.js";
 import { retryWithInterval } from "../src/util/retry.js";
-import { mergePatch, pool } from "./support.js";
+import { mergePatch } from "../src/runtime/client.js";
+import { pool } from "./support.js";
 
 export interface MixedClusterSize {
   nodes: number;

@@ -12,7 +12,6 @@ import { freePort } from "../src/controlplane/ports.js";
 import { abortedWhen, waitFor } from "../src/util/wait.js";
 import { imageEntrypoint } from "../test/support/image.js";
 import { mergePatch } from "../src/runtime/client.js";
-export { mergePatch };
 
 /** Runs `fn` over `items` with at most `concurrency` in flight; rejects with the first failure. */
 export async function pool<T>(

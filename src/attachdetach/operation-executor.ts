@@ -149,8 +149,7 @@ export class OperationExecutor {
     } catch {
       // the attach itself reports the missing plugin
     }
-    const migrated = volume.volumeSpec.migrated ?? false;
-    return this.#run(volume, nodeKey, "volume_attach", pluginName, migrated, () => this.#attach(volume));
+    return this.#run(volume, nodeKey, "volume_attach", pluginName, () => this.#attach(volume));
   }
 
   /**
@@ -179,8 +178,7 @@ export class OperationExecutor {
       : plugin.name;
     return (verifySafeToDetach) => {
       const detacher = plugin.newDetacher();
-      const migrated = volume.volumeSpec?.migrated ?? false;
-      return this.#run(volume, nodeKey, "volume_detach", pluginName, migrated, async () => {
+      return this.#run(volume, nodeKey, "volume_detach", pluginName, async () => {
         try {
           if (verifySafeToDetach) await this.#verifySafeToDetach(volume);
           await detacher.detach(name, volume.nodeName, this.#o.signal);
@@ -400,11 +398,10 @@ export class OperationExecutor {
    * `nodeKey` is the operation's key ("" for every node); `volume.nodeName` the node it works on.
    */
   #run(
-    volume: { volumeName: string; nodeName: string },
+    volume: { volumeName: string; nodeName: string; volumeSpec?: VolumeSpec | undefined },
     nodeKey: string,
     operationName: OperationName,
     pluginName: string,
-    migrated: boolean,
     fn: () => Promise<void>,
   ): boolean {
     const { volumeName } = volume;
@@ -434,6 +431,7 @@ export class OperationExecutor {
     const startedAt = this.#o.clock.now();
     const completed = (success: boolean) => {
       const seconds = (this.#o.clock.now() - startedAt) / 1000;
+      const migrated = volume.volumeSpec?.migrated ?? false;
       this.#o.metrics?.operationCompleted(pluginName, operationName, seconds, success, migrated);
     };
     // Asynchronous, like upstream's goroutine: nothing of fn runs before the caller's pass ends.

@@ -1,8 +1,7 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import type { JsonRequest } from "../runtime/client.js";
 import { persistentVolumeClaims, persistentVolumes } from "../runtime/informer/resources.js";
-import { modelDecoder } from "../runtime/model-codec.js";
-import { trimManagedFields } from "../runtime/informer/transform.js";
+import { cachedObjectDecoder } from "../runtime/model-codec.js";
 
 /**
  * The API writes and reads of the binder. Every update sends the object's resourceVersion, so a
@@ -19,14 +18,10 @@ export interface BinderApi {
   updateClaimStatus(claim: V1PersistentVolumeClaim): Promise<V1PersistentVolumeClaim>;
 }
 
-// Without managedFields, as the informers keep them (trimManagedFields): the answers go to the same
-// cache, and every copy and write of them would carry the largest part of the object for nothing.
-const decodeVolume = trimmed(modelDecoder(persistentVolumes));
-const decodeClaim = trimmed(modelDecoder(persistentVolumeClaims));
-
-function trimmed<T>(decode: (json: unknown) => T): (json: unknown) => T {
-  return (json) => trimManagedFields(decode(json));
-}
+// As the informers decode them: the answers go to the same cache, and every copy and write of them
+// would otherwise carry managedFields, the largest part of the object, for nothing.
+const decodeVolume = cachedObjectDecoder(persistentVolumes);
+const decodeClaim = cachedObjectDecoder(persistentVolumeClaims);
 
 /**
  * BinderApi over the API's JSON (ApiClients.requestJson). Updates are PUTs of the whole object with

@@ -1,6 +1,7 @@
 import * as models from "@kubernetes/client-node";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { ResourceType } from "./informer/resources.js";
+import { trimManagedFields } from "./informer/transform.js";
 
 /**
  * API objects as JSON ↔ the shape client-node's models give them, keeping every field.
@@ -108,4 +109,16 @@ export function modelDecoder<T extends KubernetesObject>(resource: ResourceType<
     apply(json, plan);
     return json as T;
   };
+}
+
+/**
+ * The decoder of objects kvc caches (informers' lists and watch events, and the binder's answers to
+ * its writes, which go to the same cache): modelDecoder's, without metadata.managedFields
+ * (trimManagedFields).
+ */
+export function cachedObjectDecoder<T extends KubernetesObject>(
+  resource: ResourceType<T>,
+): (json: unknown) => T {
+  const decode = modelDecoder(resource);
+  return (json) => trimManagedFields(decode(json));
 }

@@ -1,10 +1,9 @@
 import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import type { JsonRequest } from "../client.js";
 import { errorMessage } from "../api-errors.js";
-import { modelDecoder } from "../model-codec.js";
 import type { ListerWatcher, WatchEvent, WatchStatus } from "./list-watch.js";
 import type { ResourceType, Scope } from "./resources.js";
-import { trimManagedFields } from "./transform.js";
+import { cachedObjectDecoder } from "../model-codec.js";
 
 export interface ClientListWatchOptions {
   /**
@@ -27,11 +26,9 @@ export function clientListWatch<T extends KubernetesObject>(
   scope: Scope,
   opts: ClientListWatchOptions,
 ): ListerWatcher<T> {
-  const decodeObject = modelDecoder(resource);
-  const transform = (obj: T) => {
-    const trimmed = trimManagedFields(obj);
-    return resource.transform ? resource.transform(trimmed) : trimmed;
-  };
+  const decodeCached = cachedObjectDecoder(resource);
+  const { transform } = resource;
+  const decodeObject = transform ? (json: unknown) => transform(decodeCached(json)) : decodeCached;
   const watcher = new Watch(kc);
   // requestTimeoutMs is private in the typings but is the documented knob.
   Object.assign(watcher, { requestTimeoutMs: opts.watchInactivityTimeoutMs });
@@ -48,7 +45,7 @@ export function clientListWatch<T extends KubernetesObject>(
       const page = (await request("GET", path, { query, signal })) as ListPage;
       const meta = page.metadata;
       return {
-        items: (page.items ?? []).map((item) => transform(decodeObject(item))),
+        items: (page.items ?? []).map(decodeObject),
         resourceVersion: meta?.resourceVersion ?? "",
         ...(meta?.continue && { continue: meta.continue }),
       };
@@ -68,7 +65,7 @@ export function clientListWatch<T extends KubernetesObject>(
         };
         const onLine = (type: string, obj: unknown) => {
           try {
-            const event = decode(type, obj, (o) => transform(decodeObject(o)));
+            const event = decode(type, obj, decodeObject);
             if (event) onEvent(event);
           } catch (err) {
             // client-node swallows callback errors; end the watch instead so the event is not lost.
