@@ -18,7 +18,8 @@ import {
 } from "../../src/runtime/informer/index.js";
 import { PVCProtectionController } from "../../src/protection/pvc-protection-controller.js";
 import { PVProtectionController } from "../../src/protection/pv-protection-controller.js";
-import { until } from "./informer-fakes.js";
+import type { LogSink } from "../../src/runtime/logger.js";
+import { recordingLogger, until } from "./informer-fakes.js";
 
 /*
  * Upstream's table tests, ported: informers over a scripted list (every object in it reaches the
@@ -146,9 +147,16 @@ interface PVCScenario {
   /** Only in the live list: the cache is late. */
   livePods?: V1Pod[];
   unusedCondition?: boolean;
+  log?: LogSink;
 }
 
-function pvcController({ pvcs, cachedPods = [], livePods = [], unusedCondition = false }: PVCScenario) {
+function pvcController({
+  pvcs,
+  cachedPods = [],
+  livePods = [],
+  unusedCondition = false,
+  log = logger,
+}: PVCScenario) {
   const api = new FakeApi(pvcs, [...cachedPods, ...livePods]);
   const pvcResource = new ScriptedResource(pvcs);
   const podResource = new ScriptedResource(cachedPods);
@@ -158,7 +166,7 @@ function pvcController({ pvcs, cachedPods = [], livePods = [], unusedCondition =
   const controller = new PVCProtectionController({
     clients: { core: api },
     informers: { persistentVolumeClaims: () => pvcInformer, pods: () => podInformer },
-    logger,
+    logger: log,
     unusedCondition,
   });
   start([pvcInformer, podInformer], (signal) => controller.run(signal));
@@ -255,6 +263,22 @@ describe("pvc-protection controller", () => {
     api.failures.patch = 2;
     await until(() => api.actions.length === 6, "six actions");
     assert.deepEqual(api.actions, Array(3).fill(["list pods default", "patch default/pvc1 []"]).flat());
+  });
+
+  test("a claim deleted before its finalizer patch (the cache behind): done, without an error or a retry", async () => {
+    const log = recordingLogger();
+    const { api } = pvcController({ pvcs: [deleted("pvc1"), barrier()], log });
+    api.objects.delete("default/pvc1");
+    assert.deepEqual(await actionsSettled(api, barrierDone()), [
+      "list pods default",
+      "patch default/pvc1 []",
+      barrierDone(),
+    ]);
+    assert.deepEqual(
+      log.lines.filter((l) => l.level === "error"),
+      [],
+    );
+    assert.ok(log.lines.some((l) => l.msg === "PVC is gone; nothing to do"));
   });
 
   test("the live list fails for one claim: it is retried, the others go on", async () => {
@@ -449,7 +473,7 @@ describe("pv-protection controller", () => {
     return volume;
   }
 
-  function pvController(pvs: V1PersistentVolume[]) {
+  function pvController(pvs: V1PersistentVolume[], log: LogSink = logger) {
     const api = new FakeApi(pvs, []);
     const resource = new ScriptedResource(pvs);
     const pvInformer = informer(resource);
@@ -457,7 +481,7 @@ describe("pv-protection controller", () => {
     const controller = new PVProtectionController({
       clients: { core: api },
       informers: { persistentVolumes: () => pvInformer },
-      logger,
+      logger: log,
     });
     start([pvInformer], (signal) => controller.run(signal));
     return { api, resource };
@@ -487,6 +511,18 @@ describe("pv-protection controller", () => {
       pvBarrier(),
     ]);
     assert.deepEqual(await actionsSettled(api, pvBarrierDone), ["patch released []", pvBarrierDone]);
+  });
+
+  test("a volume deleted before its finalizer patch (the cache behind): done, without an error or a retry", async () => {
+    const log = recordingLogger();
+    const { api } = pvController([pv("pv1", { deleted: true }), pvBarrier()], log);
+    api.objects.delete("pv1");
+    assert.deepEqual(await actionsSettled(api, pvBarrierDone), ["patch pv1 []", pvBarrierDone]);
+    assert.deepEqual(
+      log.lines.filter((l) => l.level === "error"),
+      [],
+    );
+    assert.ok(log.lines.some((l) => l.msg === "PV is gone; nothing to do"));
   });
 
   test("a deleted bound volume is released once its status is no longer Bound", async () => {
