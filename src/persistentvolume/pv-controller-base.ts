@@ -20,7 +20,10 @@ import { PersistentVolumeController } from "./pv-controller.js";
 
 export interface PersistentVolumeControllerRunnerOptions {
   clients: Pick<ApiClients, "requestJson">;
-  informers: InformerFactory;
+  informers: Pick<
+    InformerFactory,
+    "persistentVolumes" | "persistentVolumeClaims" | "storageClasses" | "pods" | "nodes"
+  >;
   plugins: VolumePluginManager;
   events: EventSink;
   /** The process logger; the binder logs through a child bound to its controller name. */
