@@ -209,11 +209,16 @@ export class LeaderElector {
       const renewed = await this.#renewWithinDeadline(signal);
       this.#maybeReportTransition();
       if (!renewed) {
-        if (!signal.aborted) {
+        if (signal.aborted) return;
+        // Which of the two it was tells an operator where to look: another replica (this one was
+        // paused or cut off past the lease), or the apiserver (no renewal within the deadline).
+        if (this.#holdsObservedRecord()) {
           this.#log.warn(
             { renewDeadlineMs: this.#renewDeadlineMs },
             "failed to renew lease: leadership lost",
           );
+        } else {
+          this.#log.warn({ holder: this.getLeader() }, "lease is held by another replica: leadership lost");
         }
         return;
       }

@@ -122,7 +122,10 @@ describe("leader fencing on the real control plane", () => {
         (c) => c.metadata?.name?.startsWith("fence-sigstop") && c.spec?.volumeName,
       );
       assert.deepEqual(bound, [], "nobody bound a claim");
-      assert.ok(exitedAfterMs < 4_000, `exited ${exitedAfterMs} ms after SIGCONT (renew deadline 6 s)`);
+      console.log(`exited ${exitedAfterMs} ms after SIGCONT`);
+      // Promptly: within the renew deadline (6 s) even on a starved machine; the audit log above is the
+      // safety check.
+      assert.ok(exitedAfterMs < 6_000, `exited ${exitedAfterMs} ms after SIGCONT (renew deadline 6 s)`);
       // The audit log does show the new leader's writes (its renewals) in the same window.
       await waitFor(() => writesBy(cp.auditLogPath, bIdentity, resumed).length > 0, {
         timeoutMs: 10_000,
@@ -162,7 +165,13 @@ describe("leader fencing on the real control plane", () => {
     const [code] = await kvc.exited;
     const exitedAfterMs = Date.now() - taken!.getTime();
     assert.equal(code, 1, kvc.logs());
-    assert.ok(exitedAfterMs < 5_000, `exited ${exitedAfterMs} ms after the takeover (renew deadline 10 s)`);
+    console.log(`exited ${exitedAfterMs} ms after the takeover`);
+    // At once, because it saw the other holder (not at the renew deadline, 10 s): the cause says so.
+    assert.match(
+      kvc.logs(),
+      /"holder":"someone-else"[^\n]*"msg":"lease is held by another replica: leadership lost"/,
+    );
+    assert.ok(exitedAfterMs < 10_000, `exited ${exitedAfterMs} ms after the takeover (renew deadline 10 s)`);
     assert.equal(await holder(lease), "someone-else");
     // No write check here: a takeover forced by writing the Lease (unlike a candidate, which waits out
     // the lease) leaves kvc's writes admitted until its next renewal finds it; the SIGSTOP test covers it.
@@ -200,7 +209,14 @@ describe("leader fencing on the real control plane", () => {
       },
       { timeoutMs: 30_000, intervalMs: 100, what: "five refused Lease reads" },
     );
-    const logged = () => (kvc.logs().match(/"msg":"error retrieving lease lock"/g) ?? []).length;
+    // The refusal's lines only: a read timing out on a starved machine is another cause, logged once too.
+    const logged = () =>
+      kvc
+        .logs()
+        .split("\n")
+        .filter(
+          (line) => line.includes('"msg":"error retrieving lease lock"') && line.includes("is forbidden"),
+        ).length;
     assert.equal(logged(), 1, kvc.logs());
 
     // Fixing the RBAC (the Role in the Lease's namespace) makes it ready again, by itself.

@@ -11,6 +11,7 @@ import {
   type V1LeaseSpec,
   type V1MicroTime,
 } from "@kubernetes/client-node";
+import { pino } from "pino";
 import { FakeClock } from "../../src/runtime/clock.js";
 import {
   LeaderElector,
@@ -22,6 +23,16 @@ const LEASE = 15_000;
 const RENEW = 10_000;
 const RETRY = 2_000;
 const MICRO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+
+/** A logger keeping its warnings and errors: message, and holder where one is named. */
+function warnings(): { logger: pino.Logger; lines: string[] } {
+  const lines: string[] = [];
+  const write = (line: string) => {
+    const { msg, holder } = JSON.parse(line) as { msg: string; holder?: string };
+    lines.push(holder === undefined ? msg : `${msg} (holder ${holder})`);
+  };
+  return { logger: pino({ level: "warn" }, { write }), lines };
+}
 
 function apiError(code: number, reason: string): ApiException<string> {
   return new ApiException(
@@ -316,7 +327,8 @@ describe("LeaderElector", () => {
   test("loses leadership when no renewal succeeds within renewDeadline, aborting hung requests", async () => {
     const store = new MemoryLeases();
     const clock = new FakeClock();
-    const a = candidate(store, clock, "a");
+    const { logger, lines } = warnings();
+    const a = candidate(store, clock, "a", { logger });
     await advance(clock, 2 * RETRY); // renewed at 2 s and 4 s
     store.mode = "hang";
     // The next renewal starts at 6 s and hangs; its deadline is 6 s + renewDeadline.
@@ -329,6 +341,7 @@ describe("LeaderElector", () => {
     assert.equal(leading.aborted, true);
     assert.deepEqual(a.events, ["leader=a", "started@0", "stopped@16000"]);
     assert.deepEqual(a.status, [false, true, false]);
+    assert.deepEqual(lines, ["failed to renew lease: leadership lost"]);
     await a.done;
   });
 
@@ -454,7 +467,8 @@ describe("LeaderElector fencing", () => {
     const store = new MemoryLeases();
     const clock = new FakeClock();
     const renewals: number[] = [];
-    const a = candidate(store, clock, "a", { onRenewed: (at) => renewals.push(at) });
+    const { logger, lines } = warnings();
+    const a = candidate(store, clock, "a", { onRenewed: (at) => renewals.push(at), logger });
     await advance(clock, RETRY);
     // Acquire, the immediate first renewal, then one every retryPeriod: each reported when sent.
     assert.deepEqual(renewals, [0, 0, RETRY]);
@@ -464,6 +478,7 @@ describe("LeaderElector fencing", () => {
     assert.equal(a.elector.isLeader(), false);
     assert.equal(a.events.at(-1), `stopped@${2 * RETRY}`);
     assert.deepEqual(renewals, [0, 0, RETRY]);
+    assert.deepEqual(lines, ["lease is held by another replica: leadership lost (holder b)"]);
     await a.done;
   });
 
