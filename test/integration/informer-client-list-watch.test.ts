@@ -65,12 +65,8 @@ describe("client-node lister-watcher on a real apiserver", () => {
 
   test("decodes watch events into the same typed objects; the client's inactivity timeout is a clean end", async () => {
     const { resourceVersion } = await lw().list({ limit: 500 }, never);
-    const events: WatchEvent<V1PersistentVolume>[] = [];
-    const watching = lw(2_000).watch(
-      { resourceVersion, timeoutSeconds: 400, allowWatchBookmarks: true },
-      (e) => events.push(e),
-      never,
-    );
+    // Created before the watch starts, from the list's resourceVersion: the server replays it at
+    // once, so it cannot come after the 2 s of quiet that end the watch however slow the machine.
     await core.createPersistentVolume({
       body: {
         metadata: { name: "lw-e", labels: { app: "x" } },
@@ -81,7 +77,13 @@ describe("client-node lister-watcher on a real apiserver", () => {
         },
       },
     });
-    await watching; // resolves (not rejects) once the stream has been quiet for 2 s
+    const events: WatchEvent<V1PersistentVolume>[] = [];
+    // Resolves (not rejects) once the stream has been quiet for 2 s.
+    await lw(2_000).watch(
+      { resourceVersion, timeoutSeconds: 400, allowWatchBookmarks: true },
+      (e) => events.push(e),
+      never,
+    );
     const added = events.filter((e) => e.type === "ADDED");
     assert.deepEqual(
       added.map((e) => e.type === "ADDED" && e.object.metadata?.name),
@@ -116,14 +118,14 @@ describe("client-node lister-watcher on a real apiserver", () => {
       });
     await pod("lw-pod-listed");
     const listed = await pods.list({ limit: 500 }, never);
+    // Created before the watch starts: replayed from the list's resourceVersion (as above).
+    await pod("lw-pod-watched");
     const events: WatchEvent<V1Pod>[] = [];
-    const watching = pods.watch(
+    await pods.watch(
       { resourceVersion: listed.resourceVersion, timeoutSeconds: 400, allowWatchBookmarks: true },
       (e) => events.push(e),
       never,
     );
-    await pod("lw-pod-watched");
-    await watching;
     const watched = events.flatMap((e) => (e.type === "ADDED" ? [e.object] : []));
     for (const p of [...listed.items, ...watched]) {
       assert.deepEqual(JSON.parse(JSON.stringify(p.spec)), {

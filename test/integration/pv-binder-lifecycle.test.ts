@@ -259,8 +259,14 @@ describe("PV binder lifecycle on the real control plane (ports of upstream's per
         { timeoutMs: TIMEOUT_MS, what: "the recycled PV to be Available" },
       );
       assert.equal(recycled.spec?.claimRef, undefined);
-      const events = (await core.listNamespacedEvent({ namespace: "default" })).items;
-      assert.ok(events.some((e) => e.reason === "VolumeRecycled" && e.involvedObject.name === "recycle-pv"));
+      // Events are written in the background: the PV's write may reach the apiserver first.
+      await waitFor(
+        async () =>
+          (await core.listNamespacedEvent({ namespace: "default" })).items.some(
+            (e) => e.reason === "VolumeRecycled" && e.involvedObject.name === "recycle-pv",
+          ),
+        { timeoutMs: TIMEOUT_MS, what: "the VolumeRecycled event" },
+      );
 
       await waitGone("the Delete PV", () => core.readPersistentVolume({ name: "delete-pv" }), TIMEOUT_MS);
       assert.equal(existsSync(dir), false, "the hostPath deleter removed the directory");

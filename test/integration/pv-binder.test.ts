@@ -160,7 +160,16 @@ describe("PV binder on the real control plane (ports of upstream's persistent_vo
     });
     const c = await boundClaim(ns, "sel");
     assert.equal(c.spec?.volumeName, "sel-good");
-    assert.equal((await core.readPersistentVolume({ name: "sel-bad" })).status?.phase, "Available");
+    // The claim may bind before the volume worker has made sel-bad Available (matching does not
+    // look at the phase): wait for that, then it must still be unbound.
+    const bad = await waitFor(
+      async () => {
+        const pv = await core.readPersistentVolume({ name: "sel-bad" });
+        return pv.status?.phase === "Available" && pv;
+      },
+      { timeoutMs: TIMEOUT_MS, what: "sel-bad to be Available" },
+    );
+    assert.equal(bad.spec?.claimRef, undefined);
   });
 
   test("BindRace: of N claims, the one a PV is pre-bound to by name gets it", async () => {
