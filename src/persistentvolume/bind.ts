@@ -73,23 +73,18 @@ export async function bindVolumeToClaim(
 ): Promise<V1PersistentVolume> {
   const ref = volume.spec?.claimRef;
   const meta = claim.metadata;
-  const clone = deepCopy(volume);
-  let dirty = false;
-  if (
+  const setClaimRef =
     !ref ||
     (ref.name ?? "") !== (meta?.name ?? "") ||
     (ref.namespace ?? "") !== (meta?.namespace ?? "") ||
-    (ref.uid ?? "") !== (meta?.uid ?? "")
-  ) {
-    (clone.spec ??= {}).claimRef = objectReference(claim, "PersistentVolumeClaim");
-    dirty = true;
-  }
+    (ref.uid ?? "") !== (meta?.uid ?? "");
   // A volume already pointing at this claim was pre-bound by its creator: not ours to undo later.
-  if (!isVolumeBoundToClaim(volume, claim) && !hasAnnotation(clone, ANN_BOUND_BY_CONTROLLER)) {
-    setAnnotation(clone, ANN_BOUND_BY_CONTROLLER, "yes");
-    dirty = true;
-  }
-  if (!dirty) return volume;
+  const markBound = !isVolumeBoundToClaim(volume, claim) && !hasAnnotation(volume, ANN_BOUND_BY_CONTROLLER);
+  // Decided before copying: every bound claim's resync passes here, nearly always with nothing to do.
+  if (!setClaimRef && !markBound) return volume;
+  const clone = deepCopy(volume);
+  if (setClaimRef) (clone.spec ??= {}).claimRef = objectReference(claim, "PersistentVolumeClaim");
+  if (markBound) setAnnotation(clone, ANN_BOUND_BY_CONTROLLER, "yes");
   ctx.log.info({ PVC: objectRef(claim), volumeName: volume.metadata?.name }, "Claim bound to volume");
   const saved = await ctx.api.updateVolume(clone);
   ctx.cache.storeVolume(saved);
@@ -103,18 +98,16 @@ export async function bindClaimToVolume(
   volume: V1PersistentVolume,
 ): Promise<V1PersistentVolumeClaim> {
   const volumeName = volume.metadata?.name ?? "";
+  const setVolumeName = volumeName !== (claim.spec?.volumeName ?? "");
+  const markCompleted = !hasAnnotation(claim, ANN_BIND_COMPLETED);
+  // Decided before copying, as above.
+  if (!setVolumeName && !markCompleted) return claim;
   const clone = deepCopy(claim);
-  let dirty = false;
-  if (volumeName !== (claim.spec?.volumeName ?? "")) {
+  if (setVolumeName) {
     (clone.spec ??= {}).volumeName = volumeName;
     if (!hasAnnotation(clone, ANN_BOUND_BY_CONTROLLER)) setAnnotation(clone, ANN_BOUND_BY_CONTROLLER, "yes");
-    dirty = true;
   }
-  if (!hasAnnotation(clone, ANN_BIND_COMPLETED)) {
-    setAnnotation(clone, ANN_BIND_COMPLETED, "yes");
-    dirty = true;
-  }
-  if (!dirty) return claim;
+  if (markCompleted) setAnnotation(clone, ANN_BIND_COMPLETED, "yes");
   ctx.log.info({ PVC: objectRef(claim), volumeName }, "Volume bound to claim");
   const saved = await ctx.api.updateClaim(clone);
   ctx.cache.storeClaim(saved);
@@ -133,8 +126,9 @@ export async function updateClaimStatus(
   volume: V1PersistentVolume | undefined,
 ): Promise<V1PersistentVolumeClaim> {
   const status = claim.status ?? {};
-  const clone = deepCopy(claim);
-  const next: V1PersistentVolumeClaimStatus = (clone.status ??= {});
+  // Decided on a copy of the status alone: every bound claim's resync passes here, nearly always with
+  // nothing to do. The claim is copied only to be written.
+  let next: V1PersistentVolumeClaimStatus = deepCopy(status);
   let dirty = false;
   if (status.phase !== phase) {
     next.phase = phase;
@@ -147,7 +141,7 @@ export async function updateClaimStatus(
       capacity !== undefined ||
       currentVolumeAttributesClassName !== undefined
     ) {
-      clone.status = rest;
+      next = rest;
       dirty = true;
     }
   } else {
@@ -190,6 +184,8 @@ export async function updateClaimStatus(
     }
   }
   if (!dirty) return claim;
+  const clone = deepCopy(claim);
+  clone.status = next;
   const saved = await ctx.api.updateClaimStatus(clone);
   ctx.cache.storeClaim(saved);
   ctx.log.info({ PVC: objectRef(claim), phase }, "Claim entered phase");
