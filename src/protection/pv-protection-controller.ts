@@ -1,5 +1,4 @@
 import type { CoreV1Api, V1PersistentVolume } from "@kubernetes/client-node";
-import { isConflict, isNotFound } from "../runtime/api-errors.js";
 import type { Clock } from "../runtime/clock.js";
 import { UnsyncedVersions } from "../shadow/unsynced-versions.js";
 import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
@@ -17,6 +16,7 @@ import {
   PV_PROTECTION_FINALIZER,
   removeFinalizerPatch,
 } from "./finalizer.js";
+import { handleSyncError } from "./sync-error.js";
 import { mergePatch } from "../runtime/client.js";
 
 export interface PVProtectionControllerOptions {
@@ -99,17 +99,7 @@ export class PVProtectionController {
         },
         signal,
         (name, err) => {
-          if (isNotFound(err)) {
-            // Deleted after the cache's copy was read (often by our own earlier finalizer removal):
-            // nothing is left to protect. Upstream logs an error and retries.
-            this.#queue.forget(name);
-            this.#log.debug({ pv: name }, "PV is gone; nothing to do");
-            return;
-          }
-          this.#queue.addRateLimited(name);
-          // A conflict only means the cache was behind; the retry reads the newer volume.
-          const level = isConflict(err) ? "debug" : "error";
-          this.#log[level]({ pv: name, err }, "processing PV failed; will retry");
+          handleSyncError(this.#queue, this.#log, "PV", name, err);
         },
       );
     } finally {

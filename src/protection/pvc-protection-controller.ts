@@ -1,5 +1,4 @@
 import type { CoreV1Api, V1PersistentVolumeClaim, V1Pod } from "@kubernetes/client-node";
-import { isConflict, isNotFound } from "../runtime/api-errors.js";
 import type { Clock } from "../runtime/clock.js";
 import { UnsyncedVersions } from "../shadow/unsynced-versions.js";
 import { objectKey, type InformerFactory, type SharedInformer } from "../runtime/informer/index.js";
@@ -18,6 +17,7 @@ import {
   removeFinalizerPatch,
 } from "./finalizer.js";
 import { NamespaceBatches } from "./namespace-batches.js";
+import { handleSyncError } from "./sync-error.js";
 import { addPodPVCIndexerIfNotPresent, POD_PVC_INDEX, podPVCKeys } from "../volume/common/common.js";
 import { isPodTerminated } from "../volume/util/pod.js";
 import { podUsesPVCForDeletion, podUsesPVCForUnusedSince } from "./pod-usage.js";
@@ -167,17 +167,7 @@ export class PVCProtectionController {
         await this.#processPVC(key, livePods);
         this.#queue.forget(key);
       } catch (err) {
-        if (isNotFound(err)) {
-          // Deleted after the cache's copy was read (often by our own earlier finalizer removal, the
-          // cache not yet showing it): nothing is left to protect. Upstream logs an error and retries.
-          this.#queue.forget(key);
-          this.#log.debug({ pvc: key }, "PVC is gone; nothing to do");
-        } else {
-          this.#queue.addRateLimited(key);
-          // A conflict only means the cache was behind; the retry reads the newer claim.
-          const level = isConflict(err) ? "debug" : "error";
-          this.#log[level]({ pvc: key, err }, "processing PVC failed; will retry");
-        }
+        handleSyncError(this.#queue, this.#log, "PVC", key, err);
       } finally {
         this.#queue.done(key);
       }

@@ -128,6 +128,17 @@ describe("attach/detach controller on a real apiserver", () => {
     return list.items;
   }
 
+  /** Waits for a FailedAttachVolume event on the pod whose message matches. */
+  async function failedAttach(pod: string, message: RegExp, what: string): Promise<void> {
+    await waitFor(
+      async () =>
+        (await podEvents(pod)).some(
+          (e) => e.reason === "FailedAttachVolume" && message.test(e.message ?? ""),
+        ),
+      { timeoutMs, what },
+    );
+  }
+
   /** The ASW's (volume, node) entry, once the controller has decided it wants to detach it. */
   function detachRequested(handle: string, node: string) {
     return waitFor(
@@ -418,38 +429,22 @@ describe("attach/detach controller on a real apiserver", () => {
     // goes on with other volumes.
     writeFileSync(join(driverDir, ".mode"), "garbage");
     await createPod("pod-flex-2", "node-x", await flexClaim("flex-2"));
-    // Found among the pod's events, as the others below: a driver call starved past its 2 s timeout
+    // Found among the pod's events, not taken as its first: a driver call starved past its 2 s timeout
     // posts a timeout event first.
-    await waitFor(
-      async () =>
-        (await podEvents("pod-flex-2")).find(
-          (e) =>
-            e.reason === "FailedAttachVolume" &&
-            /^AttachVolume.Attach failed for volume "flex-2" : FlexVolume driver kvc\/fake: getvolumename printed no JSON reply: "panic: this driver is broken"$/.test(
-              e.message ?? "",
-            ),
-        ),
-      { timeoutMs, what: "the FailedAttachVolume event of the broken driver" },
+    await failedAttach(
+      "pod-flex-2",
+      /^AttachVolume.Attach failed for volume "flex-2" : FlexVolume driver kvc\/fake: getvolumename printed no JSON reply: "panic: this driver is broken"$/,
+      "the FailedAttachVolume event of the broken driver",
     );
     writeFileSync(join(driverDir, ".mode"), "hang");
     await createPod("pod-flex-3", "node-x", await flexClaim("flex-3"));
-    await waitFor(
-      async () =>
-        (await podEvents("pod-flex-3")).find(
-          (e) => e.reason === "FailedAttachVolume" && /timeout after 2000 ms/.test(e.message ?? ""),
-        ),
-      { timeoutMs, what: "the hung driver's timeout event" },
-    );
+    await failedAttach("pod-flex-3", /timeout after 2000 ms/, "the hung driver's timeout event");
     writeFileSync(join(driverDir, ".mode"), "crash");
     await createPod("pod-flex-4", "node-x", await flexClaim("flex-4"));
-    await waitFor(
-      async () =>
-        (await podEvents("pod-flex-4")).find(
-          (e) =>
-            e.reason === "FailedAttachVolume" &&
-            /getvolumename exited with code 3; stderr: ""$/.test(e.message ?? ""),
-        ),
-      { timeoutMs, what: "the crashed driver's event" },
+    await failedAttach(
+      "pod-flex-4",
+      /getvolumename exited with code 3; stderr: ""$/,
+      "the crashed driver's event",
     );
     writeFileSync(join(driverDir, ".mode"), "ok");
     await waitFor(

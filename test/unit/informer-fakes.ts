@@ -1,10 +1,11 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type {
-  ListerWatcher,
-  ListOptions,
-  ListPage,
-  WatchEvent,
-  WatchOptions,
+import {
+  SharedInformer,
+  type ListerWatcher,
+  type ListOptions,
+  type ListPage,
+  type WatchEvent,
+  type WatchOptions,
 } from "../../src/runtime/informer/index.js";
 import type { LogSink } from "../../src/runtime/logger.js";
 import { waitFor } from "../../src/util/wait.js";
@@ -50,6 +51,35 @@ export class FakeListWatch<T extends KubernetesObject> implements ListerWatcher<
   async watchCall(n: number): Promise<WatchCall<T>> {
     return waitFor(() => this.watches[n - 1], { timeoutMs: 5000, intervalMs: 1, what: `watch call ${n}` });
   }
+}
+
+/** Lists `items`, then streams what the test emits until the reflector stops. */
+export class ScriptedResource<T extends KubernetesObject> implements ListerWatcher<T> {
+  #emit: ((event: WatchEvent<T>) => void) | undefined;
+
+  constructor(readonly items: T[]) {}
+
+  list() {
+    return Promise.resolve({ items: this.items, resourceVersion: "1" });
+  }
+
+  watch(_: unknown, onEvent: (event: WatchEvent<T>) => void, signal: AbortSignal): Promise<void> {
+    this.#emit = onEvent;
+    return new Promise((resolve) => {
+      signal.addEventListener("abort", () => {
+        resolve();
+      });
+    });
+  }
+
+  async emit(event: WatchEvent<T>): Promise<void> {
+    const emit = await until(() => this.#emit, "the watch");
+    emit(event);
+  }
+}
+
+export function informer<T extends KubernetesObject>(resource: ScriptedResource<T>): SharedInformer<T> {
+  return new SharedInformer<T>({ name: "fake", listerWatcher: resource });
 }
 
 /** An error as client-node reports an HTTP status. */

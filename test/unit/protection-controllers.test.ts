@@ -10,16 +10,11 @@ import {
   type V1Pod,
 } from "@kubernetes/client-node";
 import { pino } from "pino";
-import {
-  objectKey,
-  SharedInformer,
-  type ListerWatcher,
-  type WatchEvent,
-} from "../../src/runtime/informer/index.js";
+import { objectKey, SharedInformer } from "../../src/runtime/informer/index.js";
 import { PVCProtectionController } from "../../src/protection/pvc-protection-controller.js";
 import { PVProtectionController } from "../../src/protection/pv-protection-controller.js";
 import type { LogSink } from "../../src/runtime/logger.js";
-import { recordingLogger, until } from "./informer-fakes.js";
+import { informer, recordingLogger, ScriptedResource, until } from "./informer-fakes.js";
 
 /*
  * Upstream's table tests, ported: informers over a scripted list (every object in it reaches the
@@ -31,35 +26,6 @@ import { recordingLogger, until } from "./informer-fakes.js";
 const F = "kubernetes.io/pvc-protection";
 const PVF = "kubernetes.io/pv-protection";
 const logger = pino({ level: "silent" });
-
-/** Lists `items`, then streams what the test emits until the reflector stops. */
-class ScriptedResource<T extends KubernetesObject> implements ListerWatcher<T> {
-  #emit: ((event: WatchEvent<T>) => void) | undefined;
-
-  constructor(readonly items: T[]) {}
-
-  list() {
-    return Promise.resolve({ items: this.items, resourceVersion: "1" });
-  }
-
-  watch(_: unknown, onEvent: (event: WatchEvent<T>) => void, signal: AbortSignal): Promise<void> {
-    this.#emit = onEvent;
-    return new Promise((resolve) => {
-      signal.addEventListener("abort", () => {
-        resolve();
-      });
-    });
-  }
-
-  async emit(event: WatchEvent<T>): Promise<void> {
-    const emit = await until(() => this.#emit, "the watch");
-    emit(event);
-  }
-}
-
-function informer<T extends KubernetesObject>(resource: ScriptedResource<T>): SharedInformer<T> {
-  return new SharedInformer<T>({ name: "fake", listerWatcher: resource });
-}
 
 function forbidden(): ApiException<string> {
   return new ApiException(

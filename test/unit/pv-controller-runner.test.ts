@@ -10,30 +10,11 @@ import type { KubernetesObject, V1Node, V1Pod, V1StorageClass } from "@kubernete
 import { pino } from "pino";
 import { PersistentVolumeControllerRunner } from "../../src/persistentvolume/pv-controller-base.js";
 import type { JsonRequest } from "../../src/runtime/client.js";
-import { SharedInformer, type ListerWatcher } from "../../src/runtime/informer/index.js";
 import { VolumePluginManager } from "../../src/volume/plugin-manager.js";
 import { newClaim, newVolume } from "./pv-binder-framework.js";
-import { until } from "./informer-fakes.js";
+import { informer, ScriptedResource, until } from "./informer-fakes.js";
 
 const PAIRS = 4;
-
-/** Lists `items`; its watch sends nothing until the informer stops. */
-function informer<T extends KubernetesObject>(items: T[]): SharedInformer<T> {
-  const listerWatcher: ListerWatcher<T> = {
-    list: () => Promise.resolve({ items, resourceVersion: "1" }),
-    watch: (_opts, _emit, signal) =>
-      new Promise((resolve) => {
-        signal.addEventListener(
-          "abort",
-          () => {
-            resolve();
-          },
-          { once: true },
-        );
-      }),
-  };
-  return new SharedInformer<T>({ name: "fake", listerWatcher });
-}
 
 /** Binds PAIRS equal claims to PAIRS equal volumes; answers the most bind writes in flight at once. */
 async function bindWritesInFlight(opts: { concurrentSyncs: number; shadow: boolean }): Promise<number> {
@@ -59,11 +40,11 @@ async function bindWritesInFlight(opts: { concurrentSyncs: number; shadow: boole
     body.metadata = { ...body.metadata, resourceVersion: String(++rv) };
     return body;
   };
-  const volumeInformer = informer(volumes);
-  const claimInformer = informer(claims);
-  const classInformer = informer<V1StorageClass>([]);
-  const podInformer = informer<V1Pod>([]);
-  const nodeInformer = informer<V1Node>([]);
+  const volumeInformer = informer(new ScriptedResource(volumes));
+  const claimInformer = informer(new ScriptedResource(claims));
+  const classInformer = informer(new ScriptedResource<V1StorageClass>([]));
+  const podInformer = informer(new ScriptedResource<V1Pod>([]));
+  const nodeInformer = informer(new ScriptedResource<V1Node>([]));
   const factory = {
     persistentVolumes: () => volumeInformer,
     persistentVolumeClaims: () => claimInformer,
