@@ -44,9 +44,10 @@ interface Pending {
  * window for the other side's; unmatched, it is kvc-only or upstream-only. Both sides repeat
  * themselves: in shadow mode kvc's writes never land, so its syncs retry the same decision, and one
  * binding shows in both the PV and the claim. A side's decision equal to the last it made for the
- * same key is therefore not counted again (for kvc: until the observed state of that key changes), nor
- * is one equal to the other side's settled decision. Memory is bounded: pending decisions are at most MAX_PENDING_PER_KEY per key, and the
- * remembered last decisions an LRU of `maxKeys`.
+ * same key is therefore not counted again (for kvc: until the observed state of that key changes other
+ * than in answer to it), nor is one equal to the other side's settled decision. Memory is bounded:
+ * pending decisions are at most MAX_PENDING_PER_KEY per key, and the remembered last decisions an LRU
+ * of `maxKeys`.
  */
 export class Comparator {
   readonly #o: ComparatorOptions;
@@ -120,8 +121,6 @@ export class Comparator {
     const other = side === "kvc" ? "upstream" : "kvc";
     if (this.#last[side].get(d.key) === d.value) return;
     this.#last[side].set(d.key, d.value);
-    // The observed state changed: kvc's next decision on this key counts again, even if it repeats.
-    if (side === "upstream" && this.#last.kvc.get(d.key) !== d.value) this.#last.kvc.delete(d.key);
     const waiting = this.#pending.get(d.key) ?? [];
     // Already what the other side decided, its decision settled: a late repeat, not a new decision.
     if (waiting.length === 0 && this.#last[other].get(d.key) === d.value) return;
@@ -138,6 +137,10 @@ export class Comparator {
       this.#report(outcome, kvc, kvc.value, upstream.value);
       return;
     }
+    // The observed state changed, not in answer to a decision of kvc's: kvc's next decision on this
+    // key counts again, even if it repeats. An answer (matched above) is no such change: kvc's next
+    // write of the same binding (the claim after the PV) may follow it, from a cache that lags.
+    if (side === "upstream" && this.#last.kvc.get(d.key) !== d.value) this.#last.kvc.delete(d.key);
     const entry: Pending = {
       decision: d,
       side,

@@ -158,15 +158,27 @@ describe("shadow Comparator", () => {
   test("after the observed state changed, kvc's repeated decision counts again", () => {
     const { clock, comparator, outcomes } = setup();
     comparator.intended(binding("ns/a", "pv-1"));
+    clock.advance(GRACE);
     comparator.observed(binding("ns/a", "pv-9"));
     comparator.intended(binding("ns/a", "pv-1"));
     clock.advance(GRACE);
-    comparator.intended(binding("ns/a", "pv-1"));
-    clock.advance(GRACE);
     assert.deepEqual(outcomes(), [
-      "differ binding pvc ns/a kvc=pv-1 upstream=pv-9",
       "kvc-only binding pvc ns/a kvc=pv-1 upstream=-",
+      "differ binding pvc ns/a kvc=pv-1 upstream=pv-9",
     ]);
+  });
+
+  test("upstream's answer to kvc's decision is no new state: kvc's next write of that binding is the same decision", () => {
+    // One binding is two writes (the PV's claimRef, then the claim's volumeName). kvc's claim write
+    // can follow upstream's PV write, seen before upstream's claim write reached kvc's cache.
+    const { clock, comparator, outcomes } = setup();
+    comparator.intended(binding("ns/a", "pv-1", ["pv-2"]));
+    comparator.observed(binding("ns/a", "pv-2"));
+    comparator.intended(binding("ns/a", "pv-1", ["pv-2"]));
+    comparator.observed(binding("ns/a", "pv-2"));
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), ["tie binding pvc ns/a kvc=pv-1 upstream=pv-2"]);
+    assert.equal(comparator.pending, 0);
   });
 
   test("forget() drops the pending decisions about a subject that is gone, uncounted", () => {
