@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries named as arguments (kube-apiserver, kube-controller-manager, etcd;
-# none: all three) with upstream's release flags into
+# none: those three; the real cluster of test/e2e/cluster also asks for kube-scheduler, kube-proxy,
+# kubelet and kubectl) with upstream's release flags into
 # ${KVC_CACHE_DIR:-~/.cache/kube-volume-controller}/k8s/<k8s-version>/ . A binary already there
 # (checked against a stamp of the go.mod/go.sum it was built from, one stamp per binary) is not
 # rebuilt, so a caller asks only for what it needs: `npm start` never waits for kube-controller-manager.
@@ -17,9 +18,9 @@ wanted=("$@")
 [[ ${#wanted[@]} -gt 0 ]] || wanted=(kube-apiserver kube-controller-manager etcd)
 for name in "${wanted[@]}"; do
   case $name in
-  kube-apiserver | kube-controller-manager | etcd) ;;
+  kube-apiserver | kube-controller-manager | etcd | kube-scheduler | kube-proxy | kubelet | kubectl) ;;
   *)
-    echo "build.sh: unknown binary \"$name\" (want kube-apiserver, kube-controller-manager or etcd)" >&2
+    echo "build.sh: unknown binary \"$name\" (want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet or kubectl)" >&2
     exit 2
     ;;
   esac

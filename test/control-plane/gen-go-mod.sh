@@ -27,7 +27,10 @@ mapfile -t modules < <(awk '$1 ~ /^k8s\.io\// && $2 == "v0.0.0" {print $1}' "$up
   echo ")"
 } > go.mod
 rm -f go.sum
-go get -tool k8s.io/kubernetes/cmd/kube-apiserver@"$k8s" k8s.io/kubernetes/cmd/kube-controller-manager@"$k8s"
+# The node binaries and kubectl too: the real cluster of test/e2e/cluster builds them.
+go get -tool k8s.io/kubernetes/cmd/kube-apiserver@"$k8s" k8s.io/kubernetes/cmd/kube-controller-manager@"$k8s" \
+  k8s.io/kubernetes/cmd/kube-scheduler@"$k8s" k8s.io/kubernetes/cmd/kube-proxy@"$k8s" \
+  k8s.io/kubernetes/cmd/kubelet@"$k8s" k8s.io/kubernetes/cmd/kubectl@"$k8s"
 go mod tidy
 
 # etcd lives in a module of its own so its dependency versions never shift the apiserver's.
