@@ -27,6 +27,7 @@ import {
   nodeReportsAttached,
   podWithCSIVolumeOnManagedNode,
 } from "../support/attach-detach.js";
+import { buildImage, podmanEnv } from "./build-image.js";
 
 /*
  * The image users build: the Dockerfile, unchanged, built with podman (runc) on the stand-in base
@@ -42,10 +43,7 @@ const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
 };
 /** Kubernetes' default terminationGracePeriodSeconds. */
 const GRACE_SECONDS = 30;
-const env = {
-  ...process.env,
-  CONTAINERS_CONF: process.env.CONTAINERS_CONF ?? join(root, "test/image/containers.conf"),
-};
+const env = podmanEnv;
 const run = promisify(execFile);
 
 async function podman(...args: string[]): Promise<string> {
@@ -61,37 +59,6 @@ function servingUrl(port: number, path: string): string {
   return `https://127.0.0.1:${port}${path}`;
 }
 
-/**
- * This machine's npm registry settings as build secrets: an npmrc with the registry, its proxy and
- * the registry tokens of ~/.npmrc, and the CA bundle npm here trusts (as `cafile`: the host's path
- * is not in the build container). The npmrc holds a marker so a test can prove it is in no layer.
- */
-function registrySecrets(dir: string, marker: string): string[] {
-  const get = (key: string) => {
-    const value = execFileSync("npm", ["config", "get", key], { encoding: "utf8" }).trim();
-    return value === "null" || value === "undefined" ? "" : value;
-  };
-  const lines = [`# ${marker}`, `registry=${get("registry")}`];
-  for (const key of ["proxy", "https-proxy", "noproxy", "strict-ssl"]) {
-    const value = get(key);
-    if (value) lines.push(`${key}=${value}`);
-  }
-  const secrets = [];
-  const caFile = get("cafile") || process.env.NODE_EXTRA_CA_CERTS;
-  if (caFile) {
-    lines.push("cafile=/run/secrets/npm-ca");
-    secrets.push("--secret", `id=npm-ca,src=${caFile}`);
-  }
-  try {
-    const userrc = readFileSync(join(process.env.HOME ?? "/root", ".npmrc"), "utf8");
-    lines.push(...userrc.split("\n").filter((l) => /^\/\/.*:(_authToken|_auth|_password|username)=/.test(l)));
-  } catch {
-    // no ~/.npmrc: no tokens
-  }
-  writeFileSync(join(dir, "npmrc"), `${lines.join("\n")}\n`, { mode: 0o600 });
-  return ["--secret", `id=npmrc,src=${join(dir, "npmrc")}`, ...secrets];
-}
-
 describe("the image built from the Dockerfile", () => {
   const work = mkdtempSync(join(tmpdir(), "kvc-image-test-"));
   const secretMarker = `kvc-build-secret-${randomUUID()}`;
@@ -99,28 +66,8 @@ describe("the image built from the Dockerfile", () => {
   let container = "";
 
   before(async () => {
-    execFileSync(join(root, "test/image/base-image.sh"), { env, stdio: ["ignore", "inherit", "inherit"] });
-    const secrets = mkdtempSync(join(work, "secrets-"));
     const start = Date.now();
-    const build = spawnSync(
-      "podman",
-      [
-        "build",
-        "--pull=never",
-        "--network=host",
-        ...registrySecrets(secrets, secretMarker),
-        "-t",
-        IMAGE,
-        ".",
-      ],
-      { cwd: root, env, encoding: "utf8", maxBuffer: 64 << 20 },
-    );
-    rmSync(secrets, { recursive: true });
-    assert.equal(
-      build.status,
-      0,
-      `podman build failed:\n${build.stdout.slice(-4000)}\n${build.stderr.slice(-4000)}`,
-    );
+    buildImage(IMAGE, secretMarker);
     const size = Number(await podman("image", "inspect", "--format", "{{.Size}}", IMAGE));
     console.log(
       `image: built in ${((Date.now() - start) / 1000).toFixed(0)} s; size ${(size / 2 ** 20).toFixed(0)} MiB`,
