@@ -26,6 +26,19 @@ export interface E2EConfig {
   scheduleOnto?: string | undefined;
   /** A class whose CSI driver requires attach (kind: the csi-hostpath driver's "csi-hostpath-sc"). */
   csiClass: string;
+  /** A real kubelet runs pods (else nothing does, and pods are deleted at once). */
+  kubelet?: boolean | undefined;
+  /** The image of pods that only hold a volume (default: registry.k8s.io/pause:3.10). */
+  podImage?: string | undefined;
+  /**
+   * Where a real kubelet mounts volumes: an image with `sh` (busybox). Adds the scenario in which a
+   * pod writes into a provisioned CSI volume and a second pod reads the data back.
+   */
+  dataImage?: string | undefined;
+  /** Asks the CSI driver whether it still has a volume (by handle): Delete reclaim must remove it. */
+  driverHasVolume?: ((volumeHandle: string) => Promise<boolean>) | undefined;
+  /** The field manager that must have created the VolumeAttachments (which controller attached). */
+  attachedBy?: string | undefined;
   timeoutMs?: number;
 }
 
@@ -101,14 +114,28 @@ export async function runScenarios(config: E2EConfig): Promise<ScenarioResult[]>
         metadata: { name },
         spec: {
           ...(config.scheduleOnto && { nodeName: config.scheduleOnto }),
-          containers: [{ name: "c", image: "registry.k8s.io/pause:3.10" }],
+          // Mounted, not only listed: a kubelet mounts only the volumes a container uses.
+          containers: [
+            {
+              name: "c",
+              image: config.podImage ?? "registry.k8s.io/pause:3.10",
+              volumeMounts: [{ name: "data", mountPath: "/data" }],
+            },
+          ],
           volumes: [{ name: "data", persistentVolumeClaim: { claimName } }],
         },
       },
     });
   };
   const deletePod = async (name: string) => {
-    await core.deleteNamespacedPod({ namespace: ns, name, gracePeriodSeconds: 0 });
+    // Gracefully where a kubelet runs: it removes the pod object only once its volumes are unmounted.
+    // A forced deletion lets PVC protection release a claim still mounted, and the driver then deletes
+    // a volume the kubelet can no longer unmount (NodeUnpublish: NotFound, retried forever).
+    await core.deleteNamespacedPod({
+      namespace: ns,
+      name,
+      ...(!config.kubelet && { gracePeriodSeconds: 0 }),
+    });
     await gone(`pod ${name}`, () => core.readNamespacedPod({ namespace: ns, name }));
   };
 
@@ -188,14 +215,86 @@ export async function runScenarios(config: E2EConfig): Promise<ScenarioResult[]>
             what: `the VolumeAttachment of ${pv} to be attached`,
           },
         );
+        // Who wrote the spec (the external-attacher writes the status and a finalizer).
+        const creator = va.metadata?.managedFields?.find(
+          (f) => (f.fieldsV1 as Record<string, unknown> | undefined)?.["f:spec"],
+        )?.manager;
+        if (config.attachedBy && creator !== config.attachedBy) {
+          throw new Error(
+            `VolumeAttachment ${va.metadata?.name}'s spec written by ${creator}, want ${config.attachedBy}`,
+          );
+        }
         await deletePod(`csi-pod-${suffix}`);
         await gone(`VolumeAttachment ${va.metadata?.name}`, () =>
           storage.readVolumeAttachment({ name: va.metadata?.name ?? "" }),
         );
+        const handle = (await core.readPersistentVolume({ name: pv })).spec?.csi?.volumeHandle ?? "";
+        const hasVolume = config.driverHasVolume;
+        if (hasVolume && !(await hasVolume(handle))) throw new Error(`the driver has no volume ${handle}`);
         await core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name });
+        await gone(`PV ${pv}`, () => core.readPersistentVolume({ name: pv }));
+        if (hasVolume) {
+          await waitFor(async () => !(await hasVolume(handle)), {
+            timeoutMs,
+            what: `the driver to remove volume ${handle}`,
+          });
+        }
       },
     ],
   ];
+  const dataImage = config.dataImage;
+  if (dataImage) {
+    scenarios.push([
+      "a pod writes into a provisioned volume; after it is gone, a new pod reads the data back",
+      async () => {
+        const name = `data-${suffix}`;
+        const data = `written-by-${suffix}`;
+        await claim(name, config.csiClass);
+        const runPod = async (pod: string, script: string) => {
+          await core.createNamespacedPod({
+            namespace: ns,
+            body: {
+              metadata: { name: pod },
+              spec: {
+                restartPolicy: "Never",
+                containers: [
+                  {
+                    name: "c",
+                    image: dataImage,
+                    command: ["sh", "-c", script],
+                    volumeMounts: [{ name: "data", mountPath: "/data" }],
+                  },
+                ],
+                volumes: [{ name: "data", persistentVolumeClaim: { claimName: name } }],
+              },
+            },
+          });
+          const phase = await waitFor(
+            async () => {
+              const p = (await core.readNamespacedPod({ namespace: ns, name: pod })).status?.phase;
+              return p === "Succeeded" || p === "Failed" ? p : undefined;
+            },
+            { timeoutMs, what: `pod ${pod} to finish` },
+          );
+          if (phase !== "Succeeded") throw new Error(`pod ${pod} ${phase}: ${script}`);
+          await deletePod(pod);
+        };
+        // The volume is mounted, not a directory of the container: the writer checks it is a mount.
+        await runPod(`writer-${suffix}`, `grep -q ' /data ' /proc/mounts && echo ${data} > /data/f && sync`);
+        const pv = (await bound(name)).spec?.volumeName ?? "";
+        await waitFor(
+          async () =>
+            !(await storage.listVolumeAttachment()).items.some(
+              (va) => va.spec.source.persistentVolumeName === pv,
+            ),
+          { timeoutMs, what: `the VolumeAttachment of ${pv} to go after the writer` },
+        );
+        await runPod(`reader-${suffix}`, `test "$(cat /data/f)" = ${data}`);
+        await core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name });
+        await gone(`PV ${pv}`, () => core.readPersistentVolume({ name: pv }));
+      },
+    ]);
+  }
 
   const results: ScenarioResult[] = [];
   for (const [name, run] of scenarios) {
