@@ -44,8 +44,6 @@ export interface Decision {
   value: string;
   /** Values upstream could equally have chosen (equal-capacity volumes it leaves to map order). */
   equivalents?: readonly string[];
-  /** The volume a PV's phase change is about: one side alone changing it follows from a tie there. */
-  volume?: string;
 }
 
 const BINDER: ControllerName = "persistentvolume-binder-controller";
@@ -104,10 +102,32 @@ function removedFinalizers(resource: string, before: Meta, after: Meta | undefin
     }));
 }
 
+const phaseKey = (resource: string, name: string) => `phase ${resource} ${name}`;
+
 function phase(resource: string, before: string | undefined, after: string | undefined, name: string) {
   if (after === undefined || after === before) return [];
-  const d: Decision = { controller: BINDER, kind: "phase", key: `phase ${resource} ${name}`, value: after };
-  return [resource === "pv" ? { ...d, volume: name } : d];
+  const d: Decision = { controller: BINDER, kind: "phase", key: phaseKey(resource, name), value: after };
+  return [d];
+}
+
+/** A decision one side makes alone, as the consequence of a tie. */
+export interface TieConsequence {
+  side: "kvc" | "upstream";
+  key: string;
+  value: string;
+}
+
+/**
+ * What follows from a tie (both sides bound the claim, to different but equally good volumes), one
+ * side alone: each marks the volume it chose Bound. Nothing else: a later phase of either volume, or
+ * its binding to another claim, is a decision of its own.
+ */
+export function tieConsequences(kvc: Decision, upstream: Decision): TieConsequence[] {
+  if (kvc.kind !== "binding" || upstream.kind !== "binding") return [];
+  return [
+    { side: "kvc", key: phaseKey("pv", kvc.value), value: "Bound" },
+    { side: "upstream", key: phaseKey("pv", upstream.value), value: "Bound" },
+  ];
 }
 
 /**
@@ -180,7 +200,7 @@ export function recyclerPodDecisions(before: V1Pod | undefined, after: V1Pod | u
   const name = after?.metadata?.name;
   if (before || !name?.startsWith(RECYCLER_POD_PREFIX)) return [];
   const volume = name.slice(RECYCLER_POD_PREFIX.length);
-  return [{ controller: BINDER, kind: "reclaim", key: `reclaim pv ${volume}`, value: "recycle", volume }];
+  return [{ controller: BINDER, kind: "reclaim", key: `reclaim pv ${volume}`, value: "recycle" }];
 }
 
 /** The binder's decisions in a claim's change; a claim's creation is the user's. */

@@ -7,12 +7,8 @@ import type {
   V1PersistentVolumeClaim,
   V1VolumeAttachment,
 } from "@kubernetes/client-node";
-import {
-  checkAccessModes,
-  getVolumeClass,
-  volumeCapacity,
-  volumeModeOf,
-} from "../persistentvolume/pv-helpers.js";
+import { accessModesKey, isVolumeBoundToClaim, volumeCapacity } from "../persistentvolume/pv-helpers.js";
+import { claimQuery, volumeMatches } from "../persistentvolume/volume-index.js";
 import { compareQuantities } from "../util/quantity.js";
 import {
   attachmentDecisions,
@@ -387,32 +383,51 @@ function withTies(decisions: Decision[], current: CurrentObjects): Decision[] {
   });
 }
 
-/** Available volumes other than `chosen` that satisfy the claim just as well (same size, class, mode). */
+/**
+ * The volumes other than `chosen` that upstream's binder could as well have taken for the claim: both
+ * pass every rule of the binder's matcher (volumeMatches: access modes, size, volume mode,
+ * VolumeAttributesClass, deletion, selector, class; no node on the controller's path, as upstream's
+ * findBestMatchForClaim passes none) and are equally good by its order: the same access modes (one
+ * index bucket) and the same capacity. Upstream takes the smallest match in the first bucket with one
+ * and leaves equal ones to Go's map order; kvc breaks that tie by name. None when `chosen` itself
+ * breaks a rule: nothing is as good as a mistake.
+ */
 export function equalChoices(
   claim: V1PersistentVolumeClaim,
   chosen: V1PersistentVolume,
   volumes: readonly V1PersistentVolume[],
 ): string[] {
+  const query = claimQuery(claim);
+  const mine = asCandidate(chosen, claim);
   const size = volumeCapacity(chosen);
-  if (!size) return [];
+  if (query instanceof Error || !mine || !size || !volumeMatches(query, mine)) return [];
+  const modes = accessModesKey(chosen.spec?.accessModes);
   return volumes
     .filter((pv) => {
+      if (pv.metadata?.name === chosen.metadata?.name) return false;
+      const candidate = asCandidate(pv, claim);
       const capacity = volumeCapacity(pv);
       return (
-        pv.metadata?.name !== chosen.metadata?.name &&
-        // Upstream's choice may already show in the cache: bound to this very claim.
-        (pv.spec?.claimRef === undefined
-          ? // Not yet Available in the cache (no phase, Pending) is still free for upstream to take.
-            pv.status?.phase !== "Released" && pv.status?.phase !== "Failed"
-          : pv.spec.claimRef.name === claim.metadata?.name &&
-            pv.spec.claimRef.namespace === claim.metadata?.namespace) &&
-        pv.metadata?.deletionTimestamp === undefined &&
+        candidate !== undefined &&
         capacity !== undefined &&
         compareQuantities(capacity, size) === 0 &&
-        getVolumeClass(pv) === getVolumeClass(chosen) &&
-        volumeModeOf(pv.spec) === volumeModeOf(chosen.spec) &&
-        checkAccessModes(claim, pv)
+        accessModesKey(pv.spec?.accessModes) === modes &&
+        volumeMatches(query, candidate)
       );
     })
     .map((pv) => pv.metadata?.name ?? "");
+}
+
+/**
+ * `pv` as the matcher met it when the binding was decided, unbound and Available: upstream's choice
+ * may already show in the cache, bound to this very claim (judged as pre-bound, it would pass without
+ * class or selector), and a volume not yet Available there (no phase, Pending) is Available to
+ * upstream once its volume sync ran. Undefined: bound to another claim, or Released or Failed.
+ */
+function asCandidate(pv: V1PersistentVolume, claim: V1PersistentVolumeClaim): V1PersistentVolume | undefined {
+  if (pv.spec?.claimRef != null && !isVolumeBoundToClaim(pv, claim)) return undefined;
+  if (pv.status?.phase === "Released" || pv.status?.phase === "Failed") return undefined;
+  if (pv.spec?.claimRef == null && pv.status?.phase === "Available") return pv;
+  const spec: V1PersistentVolume["spec"] = Object.assign({}, pv.spec, { claimRef: undefined });
+  return Object.assign({}, pv, { spec, status: Object.assign({}, pv.status, { phase: "Available" }) });
 }

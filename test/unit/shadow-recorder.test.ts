@@ -9,7 +9,7 @@ import type {
 import { FakeClock } from "../../src/runtime/clock.js";
 import { Comparator, type Comparison } from "../../src/shadow/comparator.js";
 import { recyclerPodDecisions, volumeDecisions } from "../../src/shadow/decisions.js";
-import { mergePatch, recordWrite, type CurrentObjects } from "../../src/shadow/recorder.js";
+import { equalChoices, mergePatch, recordWrite, type CurrentObjects } from "../../src/shadow/recorder.js";
 
 function pv(name: string, size: string, extra: Partial<V1PersistentVolume["spec"]> = {}): V1PersistentVolume {
   return {
@@ -68,6 +68,50 @@ describe("shadow recordWrite", () => {
       },
     ]);
     assert.deepEqual(response, { status: 200, body: bound });
+  });
+
+  test("a tie only where both volumes pass every rule of the matcher for the claim", () => {
+    const gold = { tier: "gold" };
+    const labelled = (name: string, labels: Record<string, string>, extra = {}) => {
+      const v = pv(name, "1Gi", extra);
+      return { ...v, metadata: { ...v.metadata, labels } };
+    };
+    const picky: V1PersistentVolumeClaim = {
+      ...claim,
+      spec: { ...claim.spec, selector: { matchLabels: gold }, volumeAttributesClassName: "fast" },
+    };
+    const chosen = labelled("pv-chosen", gold, { volumeAttributesClassName: "fast" });
+    const volumes = [
+      chosen,
+      labelled("pv-fits", gold, { volumeAttributesClassName: "fast" }),
+      labelled("pv-unlabelled", {}, { volumeAttributesClassName: "fast" }),
+      labelled("pv-no-vac", gold),
+      labelled("pv-other-class", gold, { volumeAttributesClassName: "fast", storageClassName: "x" }),
+      labelled("pv-block", gold, { volumeAttributesClassName: "fast", volumeMode: "Block" }),
+      labelled("pv-rwx", gold, { volumeAttributesClassName: "fast", accessModes: ["ReadWriteMany"] }),
+      // Upstream's choice, already bound to the claim in the cache: judged as it was before, not as
+      // pre-bound (which would skip the selector and class).
+      labelled(
+        "pv-bound-here",
+        {},
+        {
+          volumeAttributesClassName: "fast",
+          claimRef: { namespace: "ns", name: "data" },
+        },
+      ),
+      labelled("pv-bound-here-fits", gold, {
+        volumeAttributesClassName: "fast",
+        claimRef: { namespace: "ns", name: "data" },
+      }),
+      labelled("pv-bound-elsewhere", gold, {
+        volumeAttributesClassName: "fast",
+        claimRef: { namespace: "ns", name: "other" },
+      }),
+    ];
+    assert.deepEqual(equalChoices(picky, chosen, volumes), ["pv-fits", "pv-bound-here-fits"]);
+    // kvc's own choice breaks a rule: nothing is as good as a mistake.
+    const wrong = volumes[2] as V1PersistentVolume;
+    assert.deepEqual(equalChoices(picky, wrong, volumes), []);
   });
 
   test("phase changes of PV and claim through their status", () => {
