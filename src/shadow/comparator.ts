@@ -75,13 +75,17 @@ export class Comparator {
   }
 
   /**
-   * A write kvc would have sent whose effect the observed state already shows (KCM was first and
-   * kvc's cache lagged): agrees with upstream's pending decision, else is no decision.
+   * A write kvc would have sent from an older version than the informers hold, or of what KCM already
+   * did (KCM was first and kvc's cache lagged): agrees with upstream's pending decision of the same
+   * value; differs from its pending decision of `upstream`, what was decided for the key from that
+   * same version. Else it is no decision: kvc decides again from the version the informers hold.
    */
-  confirmed(decision: Decision): void {
+  confirmed(decision: Decision, upstream?: string): void {
     const waiting = this.#pending.get(decision.key) ?? [];
-    if (!waiting.some((p) => p.side === "upstream" && p.decision.value === decision.value)) return;
-    this.#add("kvc", decision);
+    const pending = (value: string | undefined) =>
+      waiting.some((p) => p.side === "upstream" && p.decision.value === value);
+    if (pending(decision.value)) this.#add("kvc", decision);
+    else if (upstream !== undefined && pending(upstream)) this.#add("kvc", decision, upstream);
   }
 
   /** A change KCM made, seen through the informers. */
@@ -124,7 +128,8 @@ export class Comparator {
     this.#implied.clear();
   }
 
-  #add(side: "kvc" | "upstream", d: Decision): void {
+  /** `counterpart`: the other side's pending value `d` answers when none has the same value. */
+  #add(side: "kvc" | "upstream", d: Decision, counterpart?: string): void {
     const other = side === "kvc" ? "upstream" : "kvc";
     if (this.#last[side].get(d.key) === d.value) return;
     this.#last[side].set(d.key, d.value);
@@ -134,7 +139,8 @@ export class Comparator {
     if (waiting[0]?.side === other) {
       // One side may be a few steps ahead (a PV Available, then Bound): the same value matches first.
       const same = waiting.findIndex((p) => p.decision.value === d.value);
-      const [match] = waiting.splice(same >= 0 ? same : 0, 1);
+      const answered = waiting.findIndex((p) => p.decision.value === counterpart);
+      const [match] = waiting.splice(same >= 0 ? same : Math.max(answered, 0), 1);
       if (waiting.length === 0) this.#pending.delete(d.key);
       if (!match) return;
       match.cancel();

@@ -16,7 +16,10 @@ import {
   FINALIZER_IN_TREE_PV_PROTECTION,
 } from "../persistentvolume/annotations.js";
 import { IN_TREE_PLUGIN_PREFIX, modifyDeletionFinalizers } from "../persistentvolume/csi-migration.js";
+import { accessModesKey } from "../persistentvolume/pv-helpers.js";
 import { PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER } from "../protection/finalizer.js";
+import { PVC_UNUSED } from "../protection/unused-condition.js";
+import { quantityValue, tryParseQuantity } from "../util/quantity.js";
 import { inTreeCsiMigration } from "../volume/csimigration/plugin-manager.js";
 import { RECYCLER_POD_PREFIX } from "../volume/recycler.js";
 
@@ -29,7 +32,9 @@ export type DecisionKind =
   | "finalizer-removal"
   | "volume-attachment"
   | "volumes-attached"
-  | "event";
+  | "event"
+  | "claim-status"
+  | "condition";
 
 /**
  * One decision of a volume loop, either intended (a write kvc would have sent) or observed (a change
@@ -55,6 +60,11 @@ const FINALIZER_OWNERS: Record<string, ControllerName> = {
   [PV_PROTECTION_FINALIZER]: "persistentvolume-protection-controller",
   [FINALIZER_IN_TREE_PV_PROTECTION]: BINDER,
   [FINALIZER_EXTERNAL_PV_PROTECTION]: BINDER,
+};
+
+/** The claim conditions the compared loops set, by owner (others, e.g. the expander's Resizing, are not theirs). */
+const CONDITION_OWNERS: Record<string, ControllerName> = {
+  [PVC_UNUSED]: "persistentvolumeclaim-protection-controller",
 };
 
 /** The event sources of the loops kvc replaces, by component. */
@@ -229,7 +239,53 @@ export function claimDecisions(
     });
   }
   out.push(...phase("pvc", before.status?.phase, after.status?.phase, name));
+  out.push(...claimStatus(name, before, after), ...claimConditions(name, before, after));
   return [...out, ...removedFinalizers("pvc", before, after)];
+}
+
+/**
+ * The binder's claim status beside the phase (upstream updateClaimStatus): the access modes and
+ * capacity it copies from the volume as the claim becomes Bound, or clears as it is Lost. Only with a
+ * phase change: a capacity changed alone is a resize (the expander's, not compared). The capacity
+ * compared by value (1Gi is 1024Mi).
+ */
+function claimStatus(
+  name: string,
+  before: V1PersistentVolumeClaim,
+  after: V1PersistentVolumeClaim,
+): Decision[] {
+  const text = ({ status }: V1PersistentVolumeClaim) => {
+    const capacity = status?.capacity?.storage;
+    const parsed = tryParseQuantity(capacity);
+    const value = parsed ? String(quantityValue(parsed)) : (capacity ?? "<none>");
+    return `accessModes ${accessModesKey(status?.accessModes) || "<none>"}, capacity ${value}`;
+  };
+  const value = text(after);
+  if (before.status?.phase === after.status?.phase || value === text(before)) return [];
+  return [{ controller: BINDER, kind: "claim-status", key: `claim-status pvc ${name}`, value }];
+}
+
+/** The compared loops' conditions on a claim (the Unused one), by status and reason; not their times. */
+function claimConditions(
+  name: string,
+  before: V1PersistentVolumeClaim,
+  after: V1PersistentVolumeClaim,
+): Decision[] {
+  const of = ({ status }: V1PersistentVolumeClaim) =>
+    new Map(
+      (status?.conditions ?? [])
+        .filter((c) => CONDITION_OWNERS[c.type] !== undefined)
+        .map((c) => [c.type, `${c.status} ${c.reason ?? ""}`.trim()]),
+    );
+  const [was, is] = [of(before), of(after)];
+  return [...new Set([...was.keys(), ...is.keys()])]
+    .filter((type) => was.get(type) !== is.get(type))
+    .map((type) => ({
+      controller: CONDITION_OWNERS[type] as ControllerName,
+      kind: "condition",
+      key: `condition pvc ${name} ${type}`,
+      value: is.get(type) ?? "removed",
+    }));
 }
 
 /** A VolumeAttachment's creation (for which volume and node) and deletion (deletion requested). */

@@ -104,3 +104,58 @@ describe("shadow decisions: provisioning", () => {
     assert.deepEqual(volumeDecisions(undefined, created("kubernetes.io/aws-ebs")), []);
   });
 });
+
+describe("shadow decisions: claim status and conditions", () => {
+  const pending: V1PersistentVolumeClaim = {
+    metadata: { name: "c", namespace: "ns" },
+    spec: { volumeName: "pv" },
+    status: { phase: "Pending" },
+  };
+  const bound: V1PersistentVolumeClaim = {
+    ...pending,
+    status: { phase: "Bound", accessModes: ["ReadWriteOnce"], capacity: { storage: "1Gi" } },
+  };
+  const values = (ds: { controller: string; key: string; value: string }[]) =>
+    ds.map((d) => `${d.controller} ${d.key}=${d.value}`);
+
+  test("the binder's claim status: the access modes and capacity it copies from the volume", () => {
+    assert.deepEqual(values(claimDecisions(pending, bound)), [
+      "persistentvolume-binder-controller phase pvc ns/c=Bound",
+      "persistentvolume-binder-controller claim-status pvc ns/c=accessModes RWO, capacity 1073741824",
+    ]);
+    // The same capacity written otherwise is the same status.
+    const other = { ...bound, status: { ...bound.status, capacity: { storage: "1024Mi" } } };
+    assert.deepEqual(
+      claimDecisions(pending, other).map((d) => d.value),
+      claimDecisions(pending, bound).map((d) => d.value),
+    );
+    // A resize of a bound claim (the expander's, not compared) is not the binder's.
+    const resized = { ...bound, status: { ...bound.status, capacity: { storage: "2Gi" } } };
+    assert.deepEqual(values(claimDecisions(bound, resized)), []);
+  });
+
+  test("the Unused condition is the pvc-protection controller's, by status and reason", () => {
+    const unused = (status: string, reason: string, at: string): V1PersistentVolumeClaim => ({
+      ...bound,
+      status: {
+        ...bound.status,
+        conditions: [{ type: "Unused", status, reason, lastTransitionTime: new Date(at) }],
+      },
+    });
+    const free = unused("True", "NoPodsUsingPVC", "2026-01-01T00:00:00Z");
+    assert.deepEqual(values(claimDecisions(bound, free)), [
+      "persistentvolumeclaim-protection-controller condition pvc ns/c Unused=True NoPodsUsingPVC",
+    ]);
+    // Only its time changed: no decision.
+    assert.deepEqual(claimDecisions(free, unused("True", "NoPodsUsingPVC", "2026-01-02T00:00:00Z")), []);
+    assert.deepEqual(values(claimDecisions(free, unused("False", "PodUsingPVC", "2026-01-02T00:00:00Z"))), [
+      "persistentvolumeclaim-protection-controller condition pvc ns/c Unused=False PodUsingPVC",
+    ]);
+    // A condition of a loop not compared (the expander's) is no decision.
+    const resizing = {
+      ...bound,
+      status: { ...bound.status, conditions: [{ type: "Resizing", status: "True" }] },
+    };
+    assert.deepEqual(claimDecisions(bound, resizing), []);
+  });
+});

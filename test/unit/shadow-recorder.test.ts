@@ -8,7 +8,7 @@ import type {
 } from "@kubernetes/client-node";
 import { FakeClock } from "../../src/runtime/clock.js";
 import { Comparator, type Comparison } from "../../src/shadow/comparator.js";
-import { recyclerPodDecisions, volumeDecisions } from "../../src/shadow/decisions.js";
+import { claimDecisions, recyclerPodDecisions, volumeDecisions } from "../../src/shadow/decisions.js";
 import { equalChoices, mergePatch, recordWrite, type CurrentObjects } from "../../src/shadow/recorder.js";
 
 function pv(name: string, size: string, extra: Partial<V1PersistentVolume["spec"]> = {}): V1PersistentVolume {
@@ -275,7 +275,7 @@ describe("shadow recordWrite", () => {
       ["phase pv pv-1=Released"],
     );
     // kvc completes a binding from the claim version KCM bound (volumeName, 8) before kvc's worker saw
-    // the volume; KCM has written the claim since (9). What kvc's write states confirms KCM's binding.
+    // the volume; KCM has written the claim since (9).
     const boundByKcm = { ...claim, metadata: { ...claim.metadata, resourceVersion: "9" } };
     const completed = {
       ...claim,
@@ -289,9 +289,67 @@ describe("shadow recordWrite", () => {
       earlier: () => ({ ...completed, status: { phase: "Pending" } }),
     });
     assert.deepEqual(late.decisions, []);
+    // Only what it changes in that version: the binding was KCM's (version 8 had it), not kvc's.
     assert.deepEqual(
       late.confirmations.map((d) => `${d.key}=${d.value}`),
-      ["phase pvc ns/data=Bound", "binding pvc ns/data=pv-1"],
+      ["phase pvc ns/data=Bound"],
+    );
+  });
+
+  test("a write that echoes KCM's values is no decision and no confirmation: only what it changes counts", () => {
+    // KCM bound pv-1 (resourceVersion 9); kvc's write from that very version changes an annotation.
+    const bound = {
+      ...pv("pv-1", "1Gi", { claimRef: { namespace: "ns", name: "data" } }),
+      metadata: { name: "pv-1", resourceVersion: "9" },
+    };
+    const annotated = { ...bound, metadata: { ...bound.metadata, annotations: { a: "b" } } };
+    for (const r of [
+      recordWrite(put("/api/v1/persistentvolumes/pv-1", annotated), objects([bound])),
+      recordWrite(
+        {
+          method: "PATCH",
+          path: "/api/v1/persistentvolumes/pv-1",
+          body: JSON.stringify({ metadata: { resourceVersion: "9" }, spec: bound.spec }),
+        },
+        objects([bound]),
+      ),
+    ]) {
+      assert.deepEqual(r.decisions, []);
+      assert.deepEqual(r.confirmations, []);
+    }
+  });
+
+  test("a write from an older version that decides otherwise than KCM did from it differs", () => {
+    const clock = new FakeClock();
+    const seen: Comparison[] = [];
+    const comparator = new Comparator({ clock, graceMs: 1000, onComparison: (c) => seen.push(c) });
+    // KCM bound the claim (version 7) to pv-2 (version 9); kvc, from version 7, binds it to pv-1.
+    const unbound = { ...claim, metadata: { ...claim.metadata, resourceVersion: "7" } };
+    const byKcm = {
+      ...claim,
+      metadata: { ...claim.metadata, resourceVersion: "9" },
+      spec: { ...claim.spec, volumeName: "pv-2" },
+    };
+    for (const d of claimDecisions(unbound, byKcm)) comparator.observed(d);
+    const remembered = (version: string) => (version === "7" ? unbound : undefined);
+    const r = recordWrite(
+      put("/api/v1/namespaces/ns/persistentvolumeclaims/data", {
+        ...unbound,
+        spec: { ...unbound.spec, volumeName: "pv-1" },
+      }),
+      {
+        ...objects([pv("pv-1", "1Gi"), pv("pv-2", "2Gi")]),
+        claim: () => byKcm,
+        earlier: (_resource, _key, version) => remembered(version),
+        replacedBy: (_resource, _key, version) => (version === "7" ? { object: byKcm } : undefined),
+      },
+    );
+    assert.deepEqual(r.decisions, []);
+    for (const d of r.confirmations) comparator.confirmed(d, d.upstream);
+    clock.advance(1000);
+    assert.deepEqual(
+      seen.map((c) => `${c.outcome} ${c.key} kvc=${c.kvc ?? "-"} upstream=${c.upstream ?? "-"}`),
+      ["differ binding pvc ns/data kvc=pv-1 upstream=pv-2"],
     );
   });
 
@@ -439,21 +497,36 @@ describe("shadow recordWrite", () => {
     assert.deepEqual(kinds(volume("Failed", "Delete"), undefined), ["reclaim=delete"]);
   });
 
-  test("hostile requests carry no decision and still get a plausible success", () => {
+  test("a request that cannot be understood is unparsed: counted, answered as the apiserver would", () => {
+    for (const [req, status] of [
+      [{ method: "PUT", path: "/api/v1/persistentvolumes/pv-1", body: "{not json" }, 400],
+      [{ method: "PUT", path: "/api/v1/persistentvolumes/pv-1", body: "[1,2]" }, 400],
+      [{ method: "PATCH", path: "/api/v1/persistentvolumes/pv-1", body: undefined }, 400],
+      [{ method: "POST", path: "/api/v1/namespaces/ns/events", body: "" }, 400],
+      [{ method: "PATCH", path: "/weird/path", body: "null" }, 404],
+      [{ method: "POST", path: "/api/v1/namespaces/ns/configmaps", body: "{}" }, 404],
+    ] as const) {
+      const r = recordWrite(req, objects([pv("pv-1", "1Gi")]));
+      assert.equal(r.response.status, status, JSON.stringify(req));
+      assert.equal((r.response.body as { status?: string }).status, "Failure");
+      assert.ok(r.unparsed, JSON.stringify(req));
+      assert.deepEqual([...r.decisions, ...r.confirmations], []);
+    }
+  });
+
+  test("hostile but well-formed requests are parsed: no crash, no invented decision", () => {
     for (const req of [
-      { method: "PUT", path: "/api/v1/persistentvolumes/pv-1", body: "{not json" },
-      { method: "PUT", path: "/api/v1/persistentvolumes/pv-1", body: "[1,2]" },
       { method: "POST", path: "/apis/storage.k8s.io/v1/volumeattachments", body: '{"spec":null}' },
       {
         method: "POST",
         path: "/api/v1/namespaces/ns/events",
         body: '{"reason":"X","source":{"component":"persistentvolume-controller"}}',
       },
-      { method: "PATCH", path: "/weird/path", body: "null" },
       { method: "DELETE", path: "/api/v1/namespaces/%zz/pods/x", body: undefined },
     ]) {
       const r = recordWrite(req, objects([pv("pv-1", "1Gi")]));
       assert.ok(r.response.status >= 200 && r.response.status < 300, JSON.stringify(req));
+      assert.equal(r.unparsed, undefined);
     }
   });
 
