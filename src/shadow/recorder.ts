@@ -200,15 +200,17 @@ export function recordWrite(req: WriteRequest, current: CurrentObjects): Recorde
     // that version (the version that replaced it): the same confirms KCM's decision, another value
     // for the same key differs from it. It succeeds (not the apiserver's 409), so that kvc carries on
     // from its version as after its own write: a binding goes on to its phases, each compared in
-    // turn. To a deleted object it is the apiserver's 404: nothing follows.
-    const from = current.earlier?.(target.resource, key ?? "", sent) ?? { metadata: { name: target.name } };
+    // turn. To a deleted object it is the apiserver's 404: nothing follows. A version no longer
+    // remembered cannot say what the write changes: it confirms nothing.
+    const from = current.earlier?.(target.resource, key ?? "", sent);
     const base = statusAsSent(req, target, from, body);
     const after = method === "PUT" ? body : (mergePatch(base, body ?? {}) as Record<string, unknown>);
     const replaced = current.replacedBy?.(target.resource, key ?? "", versionOf(from) ?? "");
     const done = replaced
       ? decisionsOf(target, from, replaced.object as Record<string, unknown> | undefined, current)
       : [];
-    const confirmations = decisionsOf(target, base, after, current).map((d): StaleDecision => {
+    const changed = from === undefined ? [] : decisionsOf(target, base, after, current);
+    const confirmations = changed.map((d): StaleDecision => {
       const upstream = done.find((u) => u.key === d.key)?.value;
       return upstream === undefined ? d : { ...d, upstream };
     });

@@ -251,12 +251,16 @@ describe("shadow recordWrite", () => {
   test("a PUT from an older version than the informers hold succeeds, and what it states only confirms", () => {
     // KCM made pv-1 Available (resourceVersion 9) before kvc synced the version it acted on (5).
     const current = { ...pv("pv-1", "1Gi"), metadata: { name: "pv-1", resourceVersion: "9" } };
-    const stale = (phase: string) =>
-      recordWrite(
-        put("/api/v1/persistentvolumes/pv-1/status", { ...pv("pv-1", "1Gi"), status: { phase } }),
-        objects([current]),
-      );
-    const same = stale("Available");
+    const acted = pv("pv-1", "1Gi");
+    delete acted.status;
+    const stale = (phase: string, earlier?: CurrentObjects["earlier"]) =>
+      recordWrite(put("/api/v1/persistentvolumes/pv-1/status", { ...acted, status: { phase } }), {
+        ...objects([current]),
+        ...(earlier && { earlier }),
+      });
+    // The version it was made from no longer remembered: what it changes is unknown, it confirms nothing.
+    assert.deepEqual(stale("Available").confirmations, []);
+    const same = stale("Available", (_resource, _key, version) => (version === "5" ? acted : undefined));
     assert.equal(same.response.status, 200);
     assert.equal((same.response.body as V1PersistentVolume).status?.phase, "Available");
     assert.deepEqual(same.decisions, []);
@@ -353,7 +357,7 @@ describe("shadow recordWrite", () => {
     );
   });
 
-  test("the race: KCM's write seen first, kvc's sync of the earlier version agrees, or is no agreement", () => {
+  test("the race: KCM's write seen first, kvc's sync of the earlier version agrees, or differs", () => {
     const run = (kvcPhase: string) => {
       const clock = new FakeClock();
       const seen: Comparison[] = [];
@@ -364,15 +368,20 @@ describe("shadow recordWrite", () => {
       for (const d of volumeDecisions(before, after)) comparator.observed(d);
       const r = recordWrite(
         put("/api/v1/persistentvolumes/pv-1/status", { ...before, status: { phase: kvcPhase } }),
-        objects([after]),
+        {
+          ...objects([after]),
+          earlier: (_resource, _key, version) => (version === "5" ? before : undefined),
+          replacedBy: (_resource, _key, version) => (version === "5" ? { object: after } : undefined),
+        },
       );
       for (const d of r.decisions) comparator.intended(d);
-      for (const d of r.confirmations) comparator.confirmed(d);
+      for (const d of r.confirmations) comparator.confirmed(d, d.upstream);
       clock.advance(1000);
       return seen.map((c) => `${c.outcome} ${c.key} kvc=${c.kvc ?? "-"} upstream=${c.upstream ?? "-"}`);
     };
     assert.deepEqual(run("Available"), ["agree phase pv pv-1 kvc=Available upstream=Available"]);
-    assert.deepEqual(run("Failed"), ["upstream-only phase pv pv-1 kvc=- upstream=Available"]);
+    // From the same version KCM made it Available: another phase differs.
+    assert.deepEqual(run("Failed"), ["differ phase pv pv-1 kvc=Failed upstream=Available"]);
   });
 
   test("DELETE asks for the deletion: the reclaim of a released Delete volume; finalizers stay", () => {
