@@ -18,7 +18,6 @@ import {
 import { IN_TREE_PLUGIN_PREFIX, modifyDeletionFinalizers } from "../persistentvolume/csi-migration.js";
 import { accessModesKey } from "../persistentvolume/pv-helpers.js";
 import { PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER } from "../protection/finalizer.js";
-import { PVC_UNUSED } from "../protection/unused-condition.js";
 import { quantityValue, tryParseQuantity } from "../util/quantity.js";
 import { inTreeCsiMigration } from "../volume/csimigration/plugin-manager.js";
 import { RECYCLER_POD_PREFIX } from "../volume/recycler.js";
@@ -33,8 +32,7 @@ export type DecisionKind =
   | "volume-attachment"
   | "volumes-attached"
   | "event"
-  | "claim-status"
-  | "condition";
+  | "claim-status";
 
 /**
  * One decision of a volume loop, either intended (a write kvc would have sent) or observed (a change
@@ -60,11 +58,6 @@ const FINALIZER_OWNERS: Record<string, ControllerName> = {
   [PV_PROTECTION_FINALIZER]: "persistentvolume-protection-controller",
   [FINALIZER_IN_TREE_PV_PROTECTION]: BINDER,
   [FINALIZER_EXTERNAL_PV_PROTECTION]: BINDER,
-};
-
-/** The claim conditions the compared loops set, by owner (others, e.g. the expander's Resizing, are not theirs). */
-const CONDITION_OWNERS: Record<string, ControllerName> = {
-  [PVC_UNUSED]: "persistentvolumeclaim-protection-controller",
 };
 
 /** The event sources of the loops kvc replaces, by component. */
@@ -154,7 +147,9 @@ function provisionedInTree(provisioner: string): boolean {
 /**
  * The binder's decisions in a PV's change (undefined before: created; undefined after: deleted).
  * A PV's creation counts only when the binder provisioned it (a user's or an external provisioner's
- * PV is no decision of the binder); its claimRef naming a claim is the claim's binding, as the
+ * PV is no decision of the binder), and then it is the claim's binding too: the binder creates the
+ * volume pre-bound to the claim (upstream provisionClaimOperation sets its claimRef), and the claim's
+ * volumeName that follows only completes it. A claimRef naming a claim is the claim's binding, as the
  * claim's volumeName is: the same decision seen twice.
  */
 export function volumeDecisions(
@@ -172,6 +167,12 @@ export function volumeDecisions(
         kind: "provisioning",
         key: `provisioning pvc ${claim.namespace ?? ""}/${claim.name ?? ""}`,
         value: `provisioned by ${provisioner}`,
+      });
+      out.push({
+        controller: BINDER,
+        kind: "binding",
+        key: `binding pvc ${claim.namespace ?? ""}/${claim.name ?? ""}`,
+        value: name,
       });
     }
     return out;
@@ -239,7 +240,10 @@ export function claimDecisions(
     });
   }
   out.push(...phase("pvc", before.status?.phase, after.status?.phase, name));
-  out.push(...claimStatus(name, before, after), ...claimConditions(name, before, after));
+  // Not the pvc-protection controller's Unused condition: it follows pods, whose caches race on
+  // either side, and that controller acts on the informers' latest claim, which mostly has KCM's
+  // condition already (docs/operations.md, known limits).
+  out.push(...claimStatus(name, before, after));
   return [...out, ...removedFinalizers("pvc", before, after)];
 }
 
@@ -263,29 +267,6 @@ function claimStatus(
   const value = text(after);
   if (before.status?.phase === after.status?.phase || value === text(before)) return [];
   return [{ controller: BINDER, kind: "claim-status", key: `claim-status pvc ${name}`, value }];
-}
-
-/** The compared loops' conditions on a claim (the Unused one), by status and reason; not their times. */
-function claimConditions(
-  name: string,
-  before: V1PersistentVolumeClaim,
-  after: V1PersistentVolumeClaim,
-): Decision[] {
-  const of = ({ status }: V1PersistentVolumeClaim) =>
-    new Map(
-      (status?.conditions ?? [])
-        .filter((c) => CONDITION_OWNERS[c.type] !== undefined)
-        .map((c) => [c.type, `${c.status} ${c.reason ?? ""}`.trim()]),
-    );
-  const [was, is] = [of(before), of(after)];
-  return [...new Set([...was.keys(), ...is.keys()])]
-    .filter((type) => was.get(type) !== is.get(type))
-    .map((type) => ({
-      controller: CONDITION_OWNERS[type] as ControllerName,
-      kind: "condition",
-      key: `condition pvc ${name} ${type}`,
-      value: is.get(type) ?? "removed",
-    }));
 }
 
 /** A VolumeAttachment's creation (for which volume and node) and deletion (deletion requested). */

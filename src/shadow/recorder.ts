@@ -203,7 +203,7 @@ export function recordWrite(req: WriteRequest, current: CurrentObjects): Recorde
     // turn. To a deleted object it is the apiserver's 404: nothing follows. A version no longer
     // remembered cannot say what the write changes: it confirms nothing.
     const from = current.earlier?.(target.resource, key ?? "", sent);
-    const base = statusAsSent(req, target, from, body);
+    const base = statusAsSent(req, target, from ?? { metadata: { name: target.name } }, body);
     const after = method === "PUT" ? body : (mergePatch(base, body ?? {}) as Record<string, unknown>);
     const replaced = current.replacedBy?.(target.resource, key ?? "", versionOf(from) ?? "");
     const done = replaced

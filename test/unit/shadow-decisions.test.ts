@@ -94,10 +94,11 @@ describe("shadow decisions: provisioning", () => {
     metadata: { name: "pv", annotations: { "pv.kubernetes.io/provisioned-by": provisioner } },
     spec: { claimRef: { namespace: "ns", name: "c" } },
   });
-  test("a volume the binder created is its decision; an external provisioner's is not", () => {
+  test("a volume the binder created is its decision, and the claim's binding; an external provisioner's is not", () => {
+    // Created pre-bound to the claim: the binding is decided there, the claim's volumeName completes it.
     assert.deepEqual(
       volumeDecisions(undefined, created("kubernetes.io/host-path")).map((d) => `${d.key}=${d.value}`),
-      ["provisioning pvc ns/c=provisioned by kubernetes.io/host-path"],
+      ["provisioning pvc ns/c=provisioned by kubernetes.io/host-path", "binding pvc ns/c=pv"],
     );
     assert.deepEqual(volumeDecisions(undefined, created("example.com/csi")), []);
     // Migrated to CSI: its external provisioner creates the volume.
@@ -105,7 +106,7 @@ describe("shadow decisions: provisioning", () => {
   });
 });
 
-describe("shadow decisions: claim status and conditions", () => {
+describe("shadow decisions: claim status", () => {
   const pending: V1PersistentVolumeClaim = {
     metadata: { name: "c", namespace: "ns" },
     spec: { volumeName: "pv" },
@@ -132,30 +133,5 @@ describe("shadow decisions: claim status and conditions", () => {
     // A resize of a bound claim (the expander's, not compared) is not the binder's.
     const resized = { ...bound, status: { ...bound.status, capacity: { storage: "2Gi" } } };
     assert.deepEqual(values(claimDecisions(bound, resized)), []);
-  });
-
-  test("the Unused condition is the pvc-protection controller's, by status and reason", () => {
-    const unused = (status: string, reason: string, at: string): V1PersistentVolumeClaim => ({
-      ...bound,
-      status: {
-        ...bound.status,
-        conditions: [{ type: "Unused", status, reason, lastTransitionTime: new Date(at) }],
-      },
-    });
-    const free = unused("True", "NoPodsUsingPVC", "2026-01-01T00:00:00Z");
-    assert.deepEqual(values(claimDecisions(bound, free)), [
-      "persistentvolumeclaim-protection-controller condition pvc ns/c Unused=True NoPodsUsingPVC",
-    ]);
-    // Only its time changed: no decision.
-    assert.deepEqual(claimDecisions(free, unused("True", "NoPodsUsingPVC", "2026-01-02T00:00:00Z")), []);
-    assert.deepEqual(values(claimDecisions(free, unused("False", "PodUsingPVC", "2026-01-02T00:00:00Z"))), [
-      "persistentvolumeclaim-protection-controller condition pvc ns/c Unused=False PodUsingPVC",
-    ]);
-    // A condition of a loop not compared (the expander's) is no decision.
-    const resizing = {
-      ...bound,
-      status: { ...bound.status, conditions: [{ type: "Resizing", status: "True" }] },
-    };
-    assert.deepEqual(claimDecisions(bound, resizing), []);
   });
 });
