@@ -1,7 +1,7 @@
 import { LRUCache } from "lru-cache";
 import type { ControllerName } from "../app/controller-names.js";
 import type { Clock } from "../runtime/clock.js";
-import type { Decision, DecisionKind } from "./decisions.js";
+import { tieConsequences, type Decision, type DecisionKind } from "./decisions.js";
 
 export type Outcome = "agree" | "differ" | "kvc-only" | "upstream-only" | "tie";
 
@@ -37,6 +37,8 @@ interface Pending {
   decision: Decision;
   side: "kvc" | "upstream";
   cancel: () => void;
+  /** A consequence of a tie (tieConsequences): one-sided, it is part of that tie. */
+  tie?: boolean;
 }
 
 /**
@@ -54,14 +56,17 @@ export class Comparator {
   /** Per key, the decisions of one side waiting for the other's, oldest first. */
   readonly #pending = new Map<string, Pending[]>();
   readonly #last: { kvc: LRUCache<string, string>; upstream: LRUCache<string, string> };
-  /** Volumes of recent ties: their phase changes, on one side only, follow from the tie. */
-  readonly #tied: LRUCache<string, true>;
+  /**
+   * Per side and key ("kvc phase pv pv-1"), the value a tie implies that side decides alone and that
+   * has not come yet; forgotten when it comes or a grace window after the tie. A tie excuses only the
+   * decisions of that one binding, not what later happens to its volumes.
+   */
+  readonly #implied = new Map<string, { value: string; cancel: () => void }>();
 
   constructor(o: ComparatorOptions) {
     this.#o = o;
     const max = o.maxKeys ?? 50_000;
     this.#last = { kvc: new LRUCache({ max }), upstream: new LRUCache({ max }) };
-    this.#tied = new LRUCache({ max });
   }
 
   /** A write kvc would have sent. */
@@ -70,13 +75,17 @@ export class Comparator {
   }
 
   /**
-   * A write kvc would have sent whose effect the observed state already shows (KCM was first and
-   * kvc's cache lagged): agrees with upstream's pending decision, else is no decision.
+   * A write kvc would have sent from an older version than the informers hold, or of what KCM already
+   * did (KCM was first and kvc's cache lagged): agrees with upstream's pending decision of the same
+   * value; differs from its pending decision of `upstream`, what was decided for the key from that
+   * same version. Else it is no decision: kvc decides again from the version the informers hold.
    */
-  confirmed(decision: Decision): void {
+  confirmed(decision: Decision, upstream?: string): void {
     const waiting = this.#pending.get(decision.key) ?? [];
-    if (!waiting.some((p) => p.side === "upstream" && p.decision.value === decision.value)) return;
-    this.#add("kvc", decision);
+    const pending = (value: string | undefined) =>
+      waiting.some((p) => p.side === "upstream" && p.decision.value === value);
+    if (pending(decision.value)) this.#add("kvc", decision);
+    else if (upstream !== undefined && pending(upstream)) this.#add("kvc", decision, upstream);
   }
 
   /** A change KCM made, seen through the informers. */
@@ -115,9 +124,12 @@ export class Comparator {
   stop(): void {
     for (const list of this.#pending.values()) for (const p of list) p.cancel();
     this.#pending.clear();
+    for (const { cancel } of this.#implied.values()) cancel();
+    this.#implied.clear();
   }
 
-  #add(side: "kvc" | "upstream", d: Decision): void {
+  /** `counterpart`: the other side's pending value `d` answers when none has the same value. */
+  #add(side: "kvc" | "upstream", d: Decision, counterpart?: string): void {
     const other = side === "kvc" ? "upstream" : "kvc";
     if (this.#last[side].get(d.key) === d.value) return;
     this.#last[side].set(d.key, d.value);
@@ -127,13 +139,14 @@ export class Comparator {
     if (waiting[0]?.side === other) {
       // One side may be a few steps ahead (a PV Available, then Bound): the same value matches first.
       const same = waiting.findIndex((p) => p.decision.value === d.value);
-      const [match] = waiting.splice(same >= 0 ? same : 0, 1);
+      const answered = waiting.findIndex((p) => p.decision.value === counterpart);
+      const [match] = waiting.splice(same >= 0 ? same : Math.max(answered, 0), 1);
       if (waiting.length === 0) this.#pending.delete(d.key);
       if (!match) return;
       match.cancel();
       const [kvc, upstream] = side === "kvc" ? [d, match.decision] : [match.decision, d];
       const outcome = matchOutcome(kvc, upstream);
-      if (outcome === "tie") for (const v of [kvc.value, upstream.value]) this.#tied.set(v, true);
+      if (outcome === "tie") this.#expectConsequences(kvc, upstream);
       this.#report(outcome, kvc, kvc.value, upstream.value);
       return;
     }
@@ -148,6 +161,12 @@ export class Comparator {
         this.#expire(d.key, entry);
       }, this.#o.graceMs),
     };
+    const implied = this.#implied.get(`${side} ${d.key}`);
+    if (implied?.value === d.value) {
+      entry.tie = true;
+      implied.cancel();
+      this.#implied.delete(`${side} ${d.key}`);
+    }
     waiting.push(entry);
     this.#pending.set(d.key, waiting);
     // Bounded: a key that changes faster than the other side follows settles its oldest at once.
@@ -167,8 +186,30 @@ export class Comparator {
     if (list.length === 0) this.#pending.delete(key);
     const { decision: d, side } = entry;
     const [kvc, upstream] = side === "kvc" ? [d.value, undefined] : [undefined, d.value];
-    if (d.volume !== undefined && this.#tied.has(d.volume)) this.#report("tie", d, kvc, upstream);
+    if (entry.tie) this.#report("tie", d, kvc, upstream);
     else this.#report(side === "kvc" ? "kvc-only" : "upstream-only", d, kvc, upstream);
+  }
+
+  /**
+   * A tie's consequences: each marks its pending decision, or waits a grace window for it (one-sided
+   * decisions wait as long for the other side's).
+   */
+  #expectConsequences(kvc: Decision, upstream: Decision): void {
+    for (const c of tieConsequences(kvc, upstream)) {
+      const entry = this.#pending
+        .get(c.key)
+        ?.find((p) => p.side === c.side && p.decision.value === c.value && !p.tie);
+      if (entry) {
+        entry.tie = true;
+        continue;
+      }
+      const id = `${c.side} ${c.key}`;
+      this.#implied.get(id)?.cancel();
+      const cancel = this.#o.clock.setTimer(() => {
+        if (this.#implied.get(id)?.cancel === cancel) this.#implied.delete(id);
+      }, this.#o.graceMs);
+      this.#implied.set(id, { value: c.value, cancel });
+    }
   }
 
   #report(outcome: Outcome, d: Decision, kvc: string | undefined, upstream: string | undefined): void {

@@ -16,7 +16,9 @@ import {
   FINALIZER_IN_TREE_PV_PROTECTION,
 } from "../persistentvolume/annotations.js";
 import { IN_TREE_PLUGIN_PREFIX, modifyDeletionFinalizers } from "../persistentvolume/csi-migration.js";
+import { accessModesKey } from "../persistentvolume/pv-helpers.js";
 import { PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER } from "../protection/finalizer.js";
+import { quantityValue, tryParseQuantity } from "../util/quantity.js";
 import { inTreeCsiMigration } from "../volume/csimigration/plugin-manager.js";
 import { RECYCLER_POD_PREFIX } from "../volume/recycler.js";
 
@@ -29,7 +31,8 @@ export type DecisionKind =
   | "finalizer-removal"
   | "volume-attachment"
   | "volumes-attached"
-  | "event";
+  | "event"
+  | "claim-status";
 
 /**
  * One decision of a volume loop, either intended (a write kvc would have sent) or observed (a change
@@ -44,8 +47,6 @@ export interface Decision {
   value: string;
   /** Values upstream could equally have chosen (equal-capacity volumes it leaves to map order). */
   equivalents?: readonly string[];
-  /** The volume a PV's phase change is about: one side alone changing it follows from a tie there. */
-  volume?: string;
 }
 
 const BINDER: ControllerName = "persistentvolume-binder-controller";
@@ -104,10 +105,32 @@ function removedFinalizers(resource: string, before: Meta, after: Meta | undefin
     }));
 }
 
+const phaseKey = (resource: string, name: string) => `phase ${resource} ${name}`;
+
 function phase(resource: string, before: string | undefined, after: string | undefined, name: string) {
   if (after === undefined || after === before) return [];
-  const d: Decision = { controller: BINDER, kind: "phase", key: `phase ${resource} ${name}`, value: after };
-  return [resource === "pv" ? { ...d, volume: name } : d];
+  const d: Decision = { controller: BINDER, kind: "phase", key: phaseKey(resource, name), value: after };
+  return [d];
+}
+
+/** A decision one side makes alone, as the consequence of a tie. */
+export interface TieConsequence {
+  side: "kvc" | "upstream";
+  key: string;
+  value: string;
+}
+
+/**
+ * What follows from a tie (both sides bound the claim, to different but equally good volumes), one
+ * side alone: each marks the volume it chose Bound. Nothing else: a later phase of either volume, or
+ * its binding to another claim, is a decision of its own.
+ */
+export function tieConsequences(kvc: Decision, upstream: Decision): TieConsequence[] {
+  if (kvc.kind !== "binding" || upstream.kind !== "binding") return [];
+  return [
+    { side: "kvc", key: phaseKey("pv", kvc.value), value: "Bound" },
+    { side: "upstream", key: phaseKey("pv", upstream.value), value: "Bound" },
+  ];
 }
 
 /**
@@ -124,7 +147,9 @@ function provisionedInTree(provisioner: string): boolean {
 /**
  * The binder's decisions in a PV's change (undefined before: created; undefined after: deleted).
  * A PV's creation counts only when the binder provisioned it (a user's or an external provisioner's
- * PV is no decision of the binder); its claimRef naming a claim is the claim's binding, as the
+ * PV is no decision of the binder), and then it is the claim's binding too: the binder creates the
+ * volume pre-bound to the claim (upstream provisionClaimOperation sets its claimRef), and the claim's
+ * volumeName that follows only completes it. A claimRef naming a claim is the claim's binding, as the
  * claim's volumeName is: the same decision seen twice.
  */
 export function volumeDecisions(
@@ -142,6 +167,12 @@ export function volumeDecisions(
         kind: "provisioning",
         key: `provisioning pvc ${claim.namespace ?? ""}/${claim.name ?? ""}`,
         value: `provisioned by ${provisioner}`,
+      });
+      out.push({
+        controller: BINDER,
+        kind: "binding",
+        key: `binding pvc ${claim.namespace ?? ""}/${claim.name ?? ""}`,
+        value: name,
       });
     }
     return out;
@@ -180,7 +211,7 @@ export function recyclerPodDecisions(before: V1Pod | undefined, after: V1Pod | u
   const name = after?.metadata?.name;
   if (before || !name?.startsWith(RECYCLER_POD_PREFIX)) return [];
   const volume = name.slice(RECYCLER_POD_PREFIX.length);
-  return [{ controller: BINDER, kind: "reclaim", key: `reclaim pv ${volume}`, value: "recycle", volume }];
+  return [{ controller: BINDER, kind: "reclaim", key: `reclaim pv ${volume}`, value: "recycle" }];
 }
 
 /** The binder's decisions in a claim's change; a claim's creation is the user's. */
@@ -209,7 +240,33 @@ export function claimDecisions(
     });
   }
   out.push(...phase("pvc", before.status?.phase, after.status?.phase, name));
+  // Not the pvc-protection controller's Unused condition: it follows pods, whose caches race on
+  // either side, and that controller acts on the informers' latest claim, which mostly has KCM's
+  // condition already (docs/operations.md, known limits).
+  out.push(...claimStatus(name, before, after));
   return [...out, ...removedFinalizers("pvc", before, after)];
+}
+
+/**
+ * The binder's claim status beside the phase (upstream updateClaimStatus): the access modes and
+ * capacity it copies from the volume as the claim becomes Bound, or clears as it is Lost. Only with a
+ * phase change: a capacity changed alone is a resize (the expander's, not compared). The capacity
+ * compared by value (1Gi is 1024Mi).
+ */
+function claimStatus(
+  name: string,
+  before: V1PersistentVolumeClaim,
+  after: V1PersistentVolumeClaim,
+): Decision[] {
+  const text = ({ status }: V1PersistentVolumeClaim) => {
+    const capacity = status?.capacity?.storage;
+    const parsed = tryParseQuantity(capacity);
+    const value = parsed ? String(quantityValue(parsed)) : (capacity ?? "<none>");
+    return `accessModes ${accessModesKey(status?.accessModes) || "<none>"}, capacity ${value}`;
+  };
+  const value = text(after);
+  if (before.status?.phase === after.status?.phase || value === text(before)) return [];
+  return [{ controller: BINDER, kind: "claim-status", key: `claim-status pvc ${name}`, value }];
 }
 
 /** A VolumeAttachment's creation (for which volume and node) and deletion (deletion requested). */

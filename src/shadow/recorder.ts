@@ -7,12 +7,8 @@ import type {
   V1PersistentVolumeClaim,
   V1VolumeAttachment,
 } from "@kubernetes/client-node";
-import {
-  checkAccessModes,
-  getVolumeClass,
-  volumeCapacity,
-  volumeModeOf,
-} from "../persistentvolume/pv-helpers.js";
+import { accessModesKey, isVolumeBoundToClaim, volumeCapacity } from "../persistentvolume/pv-helpers.js";
+import { claimQuery, volumeMatches } from "../persistentvolume/volume-index.js";
 import { compareQuantities } from "../util/quantity.js";
 import {
   attachmentDecisions,
@@ -51,6 +47,28 @@ export interface CurrentObjects {
    * ("persistentvolumes"), key ("name" or "namespace/name") and resourceVersion, if still remembered.
    */
   earlier?(resource: string, key: string, resourceVersion: string): unknown;
+  /**
+   * What replaced that version in the informers, if still remembered (`object` undefined: it was
+   * deleted): what was done from it, by KCM or anyone.
+   */
+  replacedBy?(resource: string, key: string, resourceVersion: string): { object: unknown } | undefined;
+}
+
+/** A decision of a write made from an older version than the informers hold. */
+export interface StaleDecision extends Decision {
+  /** What was decided for the same key from that version instead (by KCM, or by hand), if anything. */
+  upstream?: string;
+}
+
+/** What a write carries, and the answer kvc's controllers get. */
+export interface Recorded {
+  /** Decisions: what the write changes in the version the informers hold. */
+  decisions: Decision[];
+  /** What it changes in an older version, or where KCM was first: compared only with KCM's. */
+  confirmations: StaleDecision[];
+  response: RecordedResponse;
+  /** Why the request was not understood: it carries nothing, and is refused as the apiserver would. */
+  unparsed?: string;
 }
 
 interface Target {
@@ -120,22 +138,42 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   return base;
 }
 
+/** The resources whose writes the shadow turns into decisions (or knows to carry none: a pod's). */
+const MODELLED = new Set([
+  "persistentvolumes",
+  "persistentvolumeclaims",
+  "nodes",
+  "volumeattachments",
+  "pods",
+  "events",
+]);
+
 /**
  * What kvc would have written, in shadow mode: each mutating request is turned into the decisions it
  * carries (by comparing the object as the informers have it with the object as it would be after the
- * write) and answered as the apiserver would have answered a success, with that object, so the
- * controllers go on as after a write and do not spin on errors. Nothing reaches the apiserver.
- * A request that cannot be understood (unknown path, malformed body) carries no decision and gets a
- * plausible success too: shadow mode must never make a controller fail where production would not.
+ * write: only the fields it changes, so a write that echoes KCM's values decides nothing) and
+ * answered as the apiserver would have answered a success, with that object, so the controllers go
+ * on as after a write and do not spin on errors. Nothing reaches the apiserver. A request that cannot
+ * be understood (a path or subresource the shadow does not model, a body that is no JSON object) is
+ * `unparsed`: counted and reported, and refused as the apiserver would refuse it (404, 400), never
+ * answered with a success the shadow cannot vouch for.
  */
-export function recordWrite(
-  req: WriteRequest,
-  current: CurrentObjects,
-): { decisions: Decision[]; confirmations: Decision[]; response: RecordedResponse } {
+export function recordWrite(req: WriteRequest, current: CurrentObjects): Recorded {
   const target = parseTarget(req.path);
   const body = parseBody(req.body);
   const method = req.method.toUpperCase();
-  if (!target) return { decisions: [], confirmations: [], response: { status: 200, body: body ?? {} } };
+  const path = req.path.split("?")[0] ?? "";
+  if (
+    !target ||
+    !MODELLED.has(target.resource) ||
+    (target.subresource !== undefined && target.subresource !== "status") ||
+    (method !== "POST" && target.name === undefined)
+  ) {
+    return refused(404, "NotFound", `${method} ${path}: no resource the shadow models`);
+  }
+  if (method !== "DELETE" && !body) {
+    return refused(400, "BadRequest", `${method} ${path}: the body is not a JSON object`);
+  }
   if (method === "POST") {
     const name = (body?.metadata as { name?: unknown } | undefined)?.name;
     if (typeof name === "string" && existing({ ...target, name }, current)) {
@@ -158,22 +196,24 @@ export function recordWrite(
   }
   if (sent && (gone || isStale(body, before))) {
     // Written from an older version than the informers hold (KCM wrote since, or deleted it). What
-    // the write would have done to the version it was made from can only confirm what KCM did to that
-    // version. It succeeds (not the apiserver's 409), so that kvc carries on from its version as
-    // after its own write: a binding goes on to its phases, each confirming KCM's in turn. To a
-    // deleted object it is the apiserver's 404: nothing follows.
-    const base = statusAsSent(
-      req,
-      target,
-      current.earlier?.(target.resource, key ?? "", sent) ?? { metadata: { name: target.name } },
-      body,
-    );
+    // the write would have done to the version it was made from is compared with what was done to
+    // that version (the version that replaced it): the same confirms KCM's decision, another value
+    // for the same key differs from it. It succeeds (not the apiserver's 409), so that kvc carries on
+    // from its version as after its own write: a binding goes on to its phases, each compared in
+    // turn. To a deleted object it is the apiserver's 404: nothing follows. A version no longer
+    // remembered cannot say what the write changes: it confirms nothing.
+    const from = current.earlier?.(target.resource, key ?? "", sent);
+    const base = statusAsSent(req, target, from ?? { metadata: { name: target.name } }, body);
     const after = method === "PUT" ? body : (mergePatch(base, body ?? {}) as Record<string, unknown>);
-    const changed = decisionsOf(target, base, after, current);
-    // And what it states: the facts KCM's write already shows (a binding kvc completes from a claim
-    // version KCM bound since) confirm them too.
-    const stated = after ? decisionsOf(target, nameOnly(target), after, current) : [];
-    const confirmations = [...changed, ...stated.filter((s) => !changed.some((d) => d.key === s.key))];
+    const replaced = current.replacedBy?.(target.resource, key ?? "", versionOf(from) ?? "");
+    const done = replaced
+      ? decisionsOf(target, from, replaced.object as Record<string, unknown> | undefined, current)
+      : [];
+    const changed = from === undefined ? [] : decisionsOf(target, base, after, current);
+    const confirmations = changed.map((d): StaleDecision => {
+      const upstream = done.find((u) => u.key === d.key)?.value;
+      return upstream === undefined ? d : { ...d, upstream };
+    });
     const response = gone
       ? { status: 404, body: notFound(target) }
       : { status: 200, body: method === "PUT" ? body : after };
@@ -199,14 +239,14 @@ export function recordWrite(
       after = deleted(before);
   }
   const decisions = decisionsOf(target, method === "POST" ? undefined : before, after, current);
-  // What the write states, compared with nothing: the same facts as already observed confirm them.
-  const stated =
+  // A deletion KCM asked for first (the object is being deleted): kvc's request, an act and not an
+  // echo of fields, confirms it.
+  const confirmations =
     method === "DELETE"
-      ? decisionsOf(target, notDeleting(before), after, current)
-      : method === "POST" || !after
-        ? []
-        : decisionsOf(target, nameOnly(target), after, current);
-  const confirmations = stated.filter((s) => !decisions.some((d) => d.key === s.key));
+      ? decisionsOf(target, notDeleting(before), after, current).filter(
+          (s) => !decisions.some((d) => d.key === s.key),
+        )
+      : [];
   const response =
     method === "DELETE"
       ? { kind: "Status", apiVersion: "v1", status: "Success", details: { name: target.name } }
@@ -229,11 +269,6 @@ function statusAsSent(
     return before;
   }
   return before === undefined ? before : { ...(before as Record<string, unknown>), status: body.status };
-}
-
-/** The object as known before any fact: what a write's own statements are compared with. */
-function nameOnly(t: Target): unknown {
-  return { metadata: { name: t.name, namespace: t.namespace } };
 }
 
 type Obj = { metadata?: { finalizers?: string[]; deletionTimestamp?: unknown } } & Record<string, unknown>;
@@ -266,6 +301,12 @@ function isStale(body: unknown, before: unknown): boolean {
   const sent = versionOf(body);
   const held = versionOf(before);
   return sent !== undefined && held !== undefined && BigInt(sent) < BigInt(held);
+}
+
+/** An unparsed request's answer: the apiserver's Status for it. */
+function refused(code: number, reason: string, message: string): Recorded {
+  const body = { kind: "Status", apiVersion: "v1", status: "Failure", reason, code, message };
+  return { decisions: [], confirmations: [], response: { status: code, body }, unparsed: message };
 }
 
 function notFound(t: Target) {
@@ -387,32 +428,51 @@ function withTies(decisions: Decision[], current: CurrentObjects): Decision[] {
   });
 }
 
-/** Available volumes other than `chosen` that satisfy the claim just as well (same size, class, mode). */
+/**
+ * The volumes other than `chosen` that upstream's binder could as well have taken for the claim: both
+ * pass every rule of the binder's matcher (volumeMatches: access modes, size, volume mode,
+ * VolumeAttributesClass, deletion, selector, class; no node on the controller's path, as upstream's
+ * findBestMatchForClaim passes none) and are equally good by its order: the same access modes (one
+ * index bucket) and the same capacity. Upstream takes the smallest match in the first bucket with one
+ * and leaves equal ones to Go's map order; kvc breaks that tie by name. None when `chosen` itself
+ * breaks a rule: nothing is as good as a mistake.
+ */
 export function equalChoices(
   claim: V1PersistentVolumeClaim,
   chosen: V1PersistentVolume,
   volumes: readonly V1PersistentVolume[],
 ): string[] {
+  const query = claimQuery(claim);
+  const mine = asCandidate(chosen, claim);
   const size = volumeCapacity(chosen);
-  if (!size) return [];
+  if (query instanceof Error || !mine || !size || !volumeMatches(query, mine)) return [];
+  const modes = accessModesKey(chosen.spec?.accessModes);
   return volumes
     .filter((pv) => {
+      if (pv.metadata?.name === chosen.metadata?.name) return false;
+      const candidate = asCandidate(pv, claim);
       const capacity = volumeCapacity(pv);
       return (
-        pv.metadata?.name !== chosen.metadata?.name &&
-        // Upstream's choice may already show in the cache: bound to this very claim.
-        (pv.spec?.claimRef === undefined
-          ? // Not yet Available in the cache (no phase, Pending) is still free for upstream to take.
-            pv.status?.phase !== "Released" && pv.status?.phase !== "Failed"
-          : pv.spec.claimRef.name === claim.metadata?.name &&
-            pv.spec.claimRef.namespace === claim.metadata?.namespace) &&
-        pv.metadata?.deletionTimestamp === undefined &&
+        candidate !== undefined &&
         capacity !== undefined &&
         compareQuantities(capacity, size) === 0 &&
-        getVolumeClass(pv) === getVolumeClass(chosen) &&
-        volumeModeOf(pv.spec) === volumeModeOf(chosen.spec) &&
-        checkAccessModes(claim, pv)
+        accessModesKey(pv.spec?.accessModes) === modes &&
+        volumeMatches(query, candidate)
       );
     })
     .map((pv) => pv.metadata?.name ?? "");
+}
+
+/**
+ * `pv` as the matcher met it when the binding was decided, unbound and Available: upstream's choice
+ * may already show in the cache, bound to this very claim (judged as pre-bound, it would pass without
+ * class or selector), and a volume not yet Available there (no phase, Pending) is Available to
+ * upstream once its volume sync ran. Undefined: bound to another claim, or Released or Failed.
+ */
+function asCandidate(pv: V1PersistentVolume, claim: V1PersistentVolumeClaim): V1PersistentVolume | undefined {
+  if (pv.spec?.claimRef != null && !isVolumeBoundToClaim(pv, claim)) return undefined;
+  if (pv.status?.phase === "Released" || pv.status?.phase === "Failed") return undefined;
+  if (pv.spec?.claimRef == null && pv.status?.phase === "Available") return pv;
+  const spec: V1PersistentVolume["spec"] = Object.assign({}, pv.spec, { claimRef: undefined });
+  return Object.assign({}, pv, { spec, status: Object.assign({}, pv.status, { phase: "Available" }) });
 }

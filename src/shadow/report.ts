@@ -53,7 +53,9 @@ export async function fetchSummary(t: ReportTarget): Promise<ShadowSummary> {
     typeof totals !== "object" ||
     !OUTCOMES.every((o) => typeof totals[o] === "number") ||
     !Array.isArray(summary.decisions) ||
-    !Array.isArray(summary.disagreements)
+    !Array.isArray(summary.disagreements) ||
+    typeof summary.unparsed?.count !== "number" ||
+    !Array.isArray(summary.unparsed.recent)
   ) {
     throw new Error(`GET ${url.href}: not a shadow summary (is it kvc run --shadow?)`);
   }
@@ -65,6 +67,7 @@ export function formatReport(s: ShadowSummary): string {
   const lines = [
     `Shadow since ${s.since} (grace ${s.graceSeconds}s), ${s.pending} decision(s) within their grace window`,
     `Totals: ${OUTCOMES.map((o) => `${o} ${s.totals[o]}`).join(", ")}`,
+    `Writes not understood (refused, compared with nothing): ${s.unparsed.count}`,
     "",
   ];
   const rows = [...s.decisions]
@@ -77,6 +80,15 @@ export function formatReport(s: ShadowSummary): string {
       ...table(
         ["AT", "OUTCOME", "DECISION", "KVC", "UPSTREAM"],
         s.disagreements.map((d) => [d.at, d.outcome, d.key, d.kvc ?? "-", d.upstream ?? "-"]),
+      ),
+    );
+  }
+  if (s.unparsed.recent.length > 0) {
+    lines.push("", `Last ${s.unparsed.recent.length} write(s) not understood:`);
+    lines.push(
+      ...table(
+        ["AT", "METHOD", "PATH", "REASON"],
+        s.unparsed.recent.map((u) => [u.at, u.method, u.path, u.reason]),
       ),
     );
   }

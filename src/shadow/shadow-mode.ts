@@ -47,6 +47,8 @@ export interface ShadowSummary {
   /** Some of the decisions within their grace window. */
   waiting: { side: "kvc" | "upstream"; key: string; value: string }[];
   disagreements: Comparison[];
+  /** Writes the shadow could not understand (refused, compared with nothing), and the last few. */
+  unparsed: { count: number; recent: { at: string; method: string; path: string; reason: string }[] };
 }
 
 const events: ResourceType<CoreV1Event> = {
@@ -73,10 +75,14 @@ export class ShadowMode {
     { controller: ControllerName; kind: string; outcome: Outcome; count: number }
   >();
   readonly #disagreements: Comparison[] = [];
+  readonly #unparsed: ShadowSummary["unparsed"] = { count: 0, recent: [] };
+  readonly #unparsedCounter: Counter;
   readonly #since = new Date();
   #current: CurrentObjects | undefined;
   /** Versions the informers replaced or deleted, recent ones (shadow writes made from them: recorder). */
   readonly #earlier = new LRUCache<string, KubernetesObject>({ max: 10_000 });
+  /** For those versions, what replaced them (undefined: deleted): what KCM decided from each. */
+  readonly #replacedBy = new LRUCache<string, { object: KubernetesObject | undefined }>({ max: 10_000 });
   /**
    * Per node, the volumesAttached kvc last reported. Its next report is compared with this, not with
    * the node as KCM left it: KCM reporting a detach first must not turn kvc's unchanged report into
@@ -90,6 +96,11 @@ export class ShadowMode {
       name: "kvc_shadow_decisions_total",
       help: "Decisions of kvc in shadow mode compared with kube-controller-manager's, by outcome (agree, differ, kvc-only, upstream-only, tie).",
       labelNames: ["controller", "kind", "outcome"] as const,
+      registers: [o.registry],
+    });
+    this.#unparsedCounter = new Counter({
+      name: "kvc_shadow_unparsed_writes_total",
+      help: "Writes of kvc in shadow mode that the shadow could not understand (unknown path or resource, body no JSON object): refused, compared with nothing.",
       registers: [o.registry],
     });
     this.#comparator = new Comparator({
@@ -114,23 +125,28 @@ export class ShadowMode {
       decisions: (before: T | undefined, after: T | undefined) => Decision[],
       resource?: string,
     ) => {
-      // Versions replaced or deleted: what a write kvc made from one of them would have changed.
-      const remember = (o: T, version = o.metadata?.resourceVersion ?? "") => {
-        if (resource) this.#earlier.set(`${resource} ${objectKey(o)} ${version}`, o);
+      // Versions replaced or deleted: what a write kvc made from one of them would have changed, and
+      // what was done from it instead.
+      const remember = (o: T, by: T | undefined, version = o.metadata?.resourceVersion ?? "") => {
+        if (!resource) return;
+        this.#earlier.set(`${resource} ${objectKey(o)} ${version}`, o);
+        this.#replacedBy.set(`${resource} ${objectKey(o)} ${o.metadata?.resourceVersion ?? ""}`, {
+          object: by,
+        });
       };
       informer.addEventHandler({
         onAdd: (obj: T) => {
           if (isNew(obj)) this.#observed(decisions(undefined, obj));
         },
         onUpdate: (old: T, obj: T) => {
-          remember(old);
+          remember(old, obj);
           if (old !== obj) this.#observed(decisions(old, obj));
         },
         onDelete: (obj: T) => {
           // A finalizer's removal that lets the apiserver delete the object shows as the deletion
           // alone, of the last version but with a new resourceVersion: a write from any version
           // seen before meets that one.
-          remember(obj, "deleted");
+          remember(obj, undefined, "deleted");
           this.#observed(decisions(obj, undefined));
         },
       });
@@ -180,6 +196,8 @@ export class ShadowMode {
       earlier: (resource, key, resourceVersion) =>
         this.#earlier.get(`${resource} ${key} ${resourceVersion}`) ??
         this.#earlier.get(`${resource} ${key} deleted`),
+      replacedBy: (resource, key, resourceVersion) =>
+        this.#replacedBy.get(`${resource} ${key} ${resourceVersion}`),
     };
   }
 
@@ -192,7 +210,8 @@ export class ShadowMode {
       node: () => undefined,
       volumeAttachment: () => undefined,
     };
-    const { decisions, confirmations, response } = recordWrite(req, this.#current ?? none);
+    const { decisions, confirmations, response, unparsed } = recordWrite(req, this.#current ?? none);
+    if (unparsed !== undefined) this.#countUnparsed(req, unparsed);
     const target = parseTarget(req.path);
     if (
       target?.resource === "nodes" &&
@@ -203,7 +222,9 @@ export class ShadowMode {
       this.#reported.set(target.name, (response.body as V1Node).status?.volumesAttached ?? []);
     }
     for (const d of decisions) if (this.#o.controllers.has(d.controller)) this.#comparator.intended(d);
-    for (const d of confirmations) if (this.#o.controllers.has(d.controller)) this.#comparator.confirmed(d);
+    for (const d of confirmations) {
+      if (this.#o.controllers.has(d.controller)) this.#comparator.confirmed(d, d.upstream);
+    }
     return response;
   };
 
@@ -219,7 +240,17 @@ export class ShadowMode {
       pending: this.#comparator.pending,
       waiting: this.#comparator.waiting(100),
       disagreements: [...this.#disagreements],
+      unparsed: { count: this.#unparsed.count, recent: [...this.#unparsed.recent] },
     };
+  }
+
+  #countUnparsed(req: WriteRequest, reason: string): void {
+    this.#unparsedCounter.inc();
+    this.#o.logger.warn({ method: req.method, path: req.path }, `shadow: write not understood: ${reason}`);
+    const { recent } = this.#unparsed;
+    this.#unparsed.count++;
+    recent.push({ at: new Date().toISOString(), method: req.method, path: req.path, reason });
+    if (recent.length > (this.#o.keepDisagreements ?? 100)) recent.shift();
   }
 
   stop(): void {

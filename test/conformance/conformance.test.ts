@@ -7,7 +7,7 @@ import { randomScenario } from "./random-scenario.js";
 import { SCENARIOS } from "./scenarios.js";
 import { MIGRATION_SCENARIOS } from "./scenarios-migration.js";
 import { PLUGIN_SCENARIOS } from "./scenarios-plugins.js";
-import { shadowFailures } from "./shadow-check.js";
+import { MAX_TIED_BINDINGS, MIN_COMPARED, shadowFailures } from "./shadow-check.js";
 
 /*
  * Differential conformance: every scenario runs on upstream kube-controller-manager and on kvc, each
@@ -50,7 +50,11 @@ describe("kvc decides as kube-controller-manager does", () => {
       const shadow = upstream.shadowVerdict;
       if (shadow instanceof Error) throw shadow;
       if (shadow) {
-        t.diagnostic(`shadow: ${JSON.stringify(shadow.counts)}`);
+        t.diagnostic(
+          `shadow: ${JSON.stringify(shadow.counts)}, tied bindings ${shadow.tiedBindings} ` +
+            `(at most ${MAX_TIED_BINDINGS}), KCM's writes ${shadow.upstreamWrites.length} ` +
+            `(then at least ${MIN_COMPARED} compared), unparsed ${shadow.unparsed}`,
+        );
         const failures = shadowFailures(shadow, scenario.differs);
         assert.deepEqual(failures, [], `${scenario.name}: the shadow beside KCM:\n${failures.join("\n")}`);
       }

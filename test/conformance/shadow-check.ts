@@ -9,9 +9,32 @@ import { startKvc, type KvcProcess } from "../support/kvc-process.js";
  * Issue 15's evidence on every differential scenario: on the reference control plane, a `kvc run
  * --shadow` runs beside kube-controller-manager (started and stopped with it, so it restarts where KCM
  * restarts and forgets what KCM forgets) and compares each of KCM's decisions with its own. After each
- * scenario: every decision agrees or is a tie, and the apiserver's audit log shows no write by the
- * shadow. On by default; KVC_CONFORMANCE_SHADOW=0 turns it off (a quicker run of the outcomes alone).
+ * scenario: every decision agrees or is a tie, at most MAX_TIED_BINDINGS bindings tie, the shadow
+ * understood every write of kvc's, it compared at least MIN_COMPARED decisions where KCM wrote
+ * anything it compares (issue 32: a shadow that observed nothing passed), and the apiserver's audit
+ * log shows no write by the shadow. On by default; KVC_CONFORMANCE_SHADOW=0 turns it off (a quicker
+ * run of the outcomes alone).
  */
+
+/**
+ * Tied bindings a scenario may have. The scenarios give each claim one best volume (distinct sizes),
+ * so a tie is rare; more are a matcher or comparator that no longer tells volumes apart.
+ */
+export const MAX_TIED_BINDINGS = 1;
+/** Decisions the shadow must have compared in a scenario in which KCM wrote what it compares. */
+export const MIN_COMPARED = 1;
+/** What the compared loops write (Leases are leader election, no decision). */
+const COMPARED_RESOURCES = new Set([
+  "persistentvolumes",
+  "persistentvolumeclaims",
+  "volumeattachments",
+  "nodes",
+  "pods",
+  "events",
+]);
+const KCM_USER_AGENT = "kube-controller-manager/";
+/** A key of the counts that is no outcome: the writes the shadow did not understand. */
+const UNPARSED = "unparsed";
 
 /** The shadow's grace window: long enough for KCM's slowest decision after kvc's (a few resyncs). */
 const GRACE_S = 10;
@@ -28,10 +51,16 @@ const SHADOW_LOG = process.env.KVC_CONFORMANCE_SHADOW_LOG;
 export interface ShadowVerdict {
   /** Decisions compared, by outcome. */
   counts: Record<Outcome, number>;
+  /** Bindings that tied (the phase changes that follow from a tie are ties too, not counted here). */
+  tiedBindings: number;
+  /** kvc's writes the shadow did not understand. */
+  unparsed: number;
   /** The comparisons that are neither agree nor tie. */
   disagreements: Comparison[];
   /** Writes by the shadow's User-Agent in the audit log. */
   writes: AuditEvent[];
+  /** KCM's writes of what the shadow compares, since the shadow of this scenario started. */
+  upstreamWrites: AuditEvent[];
 }
 
 type Counts = Map<string, number>;
@@ -109,6 +138,7 @@ export class ShadowCheck {
     const s = this.#process && (await this.#settled());
     const counts = add(this.#carried.counts, s ? minus(countsOf(s), this.#base) : new Map<string, number>());
     const disagreements = [...this.#carried.disagreements, ...(s ? this.#newDisagreements(s) : [])];
+    const since = this.#since.getTime();
     this.#base = s ? countsOf(s) : new Map<string, number>();
     this.#carried = { counts: new Map(), disagreements: [] };
     this.#since = new Date();
@@ -116,14 +146,28 @@ export class ShadowCheck {
       Outcome,
       number
     >;
-    for (const [key, n] of counts) byOutcome[key.split(" ")[2] as Outcome] += n;
-    const writes = this.#audit
-      .next()
-      .filter(
-        (e) =>
-          isWrite(e) && (e.userAgent ?? "").includes(USER_AGENT) && !REVIEWS.has(e.objectRef?.resource ?? ""),
-      );
-    return { counts: byOutcome, disagreements, writes };
+    let tiedBindings = 0;
+    let unparsed = 0;
+    for (const [key, n] of counts) {
+      if (key === UNPARSED) {
+        unparsed += n;
+        continue;
+      }
+      const [, kind, outcome] = key.split(" ");
+      byOutcome[outcome as Outcome] += n;
+      if (kind === "binding" && outcome === "tie") tiedBindings += n;
+    }
+    const events = this.#audit.next().filter(isWrite);
+    const by = (e: AuditEvent, agent: string) => (e.userAgent ?? "").includes(agent);
+    const writes = events.filter((e) => by(e, USER_AGENT) && !REVIEWS.has(e.objectRef?.resource ?? ""));
+    // The previous scenario's cleanup (before this shadow started) is no decision of this scenario's.
+    const upstreamWrites = events.filter(
+      (e) =>
+        by(e, KCM_USER_AGENT) &&
+        COMPARED_RESOURCES.has(e.objectRef?.resource ?? "") &&
+        Date.parse(e.requestReceivedTimestamp) >= since,
+    );
+    return { counts: byOutcome, tiedBindings, unparsed, disagreements, writes, upstreamWrites };
   }
 
   /** The shadow's summary once no decision waits for the other side (one-sided ones expire after GRACE_S). */
@@ -147,7 +191,8 @@ export class ShadowCheck {
 }
 
 function countsOf(s: ShadowSummary): Counts {
-  return new Map(s.decisions.map((d) => [`${d.controller} ${d.kind} ${d.outcome}`, d.count]));
+  const counts = new Map(s.decisions.map((d) => [`${d.controller} ${d.kind} ${d.outcome}`, d.count]));
+  return counts.set(UNPARSED, s.unparsed.count);
 }
 
 function minus(a: Counts, b: Counts): Counts {
@@ -162,12 +207,25 @@ function add(a: Counts, b: Counts): Counts {
 
 /** The verdict's failures, one line each (empty: the shadow agreed and wrote nothing). */
 export function shadowFailures(v: ShadowVerdict, differs: string | undefined): string[] {
+  const compared = Object.values(v.counts).reduce((a, b) => a + b, 0);
   return [
     ...(differs
       ? [] // declared different from upstream: the shadow is expected to say so
       : v.disagreements.map(
           (d) => `${d.outcome} ${d.key}: kvc ${d.kvc ?? "-"}, upstream ${d.upstream ?? "-"}`,
         )),
+    ...(!differs && v.tiedBindings > MAX_TIED_BINDINGS
+      ? [`${v.tiedBindings} tied binding(s), more than the ${MAX_TIED_BINDINGS} a scenario may have`]
+      : []),
+    ...(v.upstreamWrites.length > 0 && compared < MIN_COMPARED
+      ? [
+          `the shadow compared ${compared} decision(s), not at least ${MIN_COMPARED}, where KCM wrote ` +
+            `${v.upstreamWrites.length} time(s):\n${describeEvents(v.upstreamWrites.slice(0, 10))}`,
+        ]
+      : []),
+    ...(v.unparsed > 0
+      ? [`${v.unparsed} write(s) of kvc the shadow did not understand (GET /shadow: unparsed)`]
+      : []),
     ...(v.writes.length ? [`the shadow wrote:\n${describeEvents(v.writes)}`] : []),
   ];
 }

@@ -193,9 +193,17 @@ describe("kvc run --shadow beside KCM on the real control plane", () => {
       s.decisions
         .filter((d) => d.kind === kind && outcomes.includes(d.outcome))
         .reduce((n, d) => n + d.count, 0);
-    // Every static claim's binding was compared (its outcome: the test below).
+    // Every static claim's binding was compared (its outcome: the test below), with the claim's
+    // status the binder writes.
     assert.ok(compared("binding", ["agree", "tie"]) >= 3, JSON.stringify(s.decisions));
+    assert.ok(compared("claim-status", ["agree", "tie"]) >= 3, JSON.stringify(s.decisions));
     assert.ok(compared("finalizer-removal", ["agree"]) >= 1, JSON.stringify(s.decisions));
+    // One binding here may tie (a-claim-0 between a-pv-0 and d-small), no more.
+    assert.ok(
+      s.decisions.filter((d) => d.kind === "binding" && d.outcome === "tie").every((d) => d.count <= 1),
+      JSON.stringify(s.decisions),
+    );
+    assert.deepEqual(s.unparsed, { count: 0, recent: [] });
     const metrics = (await shadow.get("/metrics")).body;
     assert.match(
       metrics,

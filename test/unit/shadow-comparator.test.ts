@@ -28,6 +28,13 @@ const binding = (claim: string, pv: string, equivalents?: string[]): Decision =>
   ...(equivalents && { equivalents }),
 });
 
+const phase = (pv: string, value: string): Decision => ({
+  controller: "persistentvolume-binder-controller",
+  kind: "phase",
+  key: `phase pv ${pv}`,
+  value,
+});
+
 describe("shadow Comparator", () => {
   test("the same decision on both sides agrees, in either order", () => {
     const { comparator, outcomes } = setup();
@@ -56,24 +63,42 @@ describe("shadow Comparator", () => {
 
   test("after a tie, each side's phase change of the volume it chose is part of the tie", () => {
     const { clock, comparator, outcomes } = setup();
-    const bound = (pv: string): Decision => ({
-      controller: "persistentvolume-binder-controller",
-      kind: "phase",
-      key: `phase pv ${pv}`,
-      value: "Bound",
-      volume: pv,
-    });
     comparator.intended(binding("ns/a", "pv-1", ["pv-2"]));
     comparator.observed(binding("ns/a", "pv-2"));
-    comparator.intended(bound("pv-1"));
-    comparator.observed(bound("pv-2"));
-    comparator.intended(bound("pv-3"));
+    comparator.intended(phase("pv-1", "Bound"));
+    comparator.observed(phase("pv-2", "Bound"));
+    comparator.intended(phase("pv-3", "Bound"));
     clock.advance(GRACE);
     assert.deepEqual(outcomes(), [
       "tie binding pvc ns/a kvc=pv-1 upstream=pv-2",
       "tie phase pv pv-1 kvc=Bound upstream=-",
       "tie phase pv pv-2 kvc=- upstream=Bound",
       "kvc-only phase pv pv-3 kvc=Bound upstream=-",
+    ]);
+  });
+
+  test("a tie excuses only what follows from that one decision: once, within the grace window", () => {
+    const { clock, comparator, outcomes } = setup();
+    comparator.intended(binding("ns/a", "pv-1", ["pv-2"]));
+    comparator.observed(binding("ns/a", "pv-2"));
+    // Not what the tie implies: another phase of a tied volume.
+    comparator.intended(phase("pv-1", "Released"));
+    comparator.observed(phase("pv-2", "Failed"));
+    clock.advance(GRACE);
+    // Too late to follow from the tie.
+    comparator.observed(phase("pv-2", "Bound"));
+    clock.advance(GRACE);
+    // A later binding of another claim to a tied volume, and its phase change, are not ties.
+    comparator.intended(binding("ns/b", "pv-1"));
+    comparator.intended(phase("pv-1", "Bound"));
+    clock.advance(GRACE);
+    assert.deepEqual(outcomes(), [
+      "tie binding pvc ns/a kvc=pv-1 upstream=pv-2",
+      "kvc-only phase pv pv-1 kvc=Released upstream=-",
+      "upstream-only phase pv pv-2 kvc=- upstream=Failed",
+      "upstream-only phase pv pv-2 kvc=- upstream=Bound",
+      "kvc-only binding pvc ns/b kvc=pv-1 upstream=-",
+      "kvc-only phase pv pv-1 kvc=Bound upstream=-",
     ]);
   });
 
@@ -93,19 +118,13 @@ describe("shadow Comparator", () => {
 
   test("one side a few steps ahead: each value matches its own, in order", () => {
     const { clock, comparator, outcomes } = setup();
-    const phase = (value: string): Decision => ({
-      controller: "persistentvolume-binder-controller",
-      kind: "phase",
-      key: "phase pv pv-1",
-      value,
-    });
-    comparator.observed(phase("Available"));
-    comparator.observed(phase("Bound"));
+    comparator.observed(phase("pv-1", "Available"));
+    comparator.observed(phase("pv-1", "Bound"));
     assert.deepEqual(
       comparator.waiting(10).map((w) => `${w.side} ${w.value}`),
       ["upstream Available", "upstream Bound"],
     );
-    comparator.intended(phase("Bound"));
+    comparator.intended(phase("pv-1", "Bound"));
     clock.advance(GRACE);
     assert.deepEqual(outcomes(), [
       "agree phase pv pv-1 kvc=Bound upstream=Bound",

@@ -94,13 +94,44 @@ describe("shadow decisions: provisioning", () => {
     metadata: { name: "pv", annotations: { "pv.kubernetes.io/provisioned-by": provisioner } },
     spec: { claimRef: { namespace: "ns", name: "c" } },
   });
-  test("a volume the binder created is its decision; an external provisioner's is not", () => {
+  test("a volume the binder created is its decision, and the claim's binding; an external provisioner's is not", () => {
+    // Created pre-bound to the claim: the binding is decided there, the claim's volumeName completes it.
     assert.deepEqual(
       volumeDecisions(undefined, created("kubernetes.io/host-path")).map((d) => `${d.key}=${d.value}`),
-      ["provisioning pvc ns/c=provisioned by kubernetes.io/host-path"],
+      ["provisioning pvc ns/c=provisioned by kubernetes.io/host-path", "binding pvc ns/c=pv"],
     );
     assert.deepEqual(volumeDecisions(undefined, created("example.com/csi")), []);
     // Migrated to CSI: its external provisioner creates the volume.
     assert.deepEqual(volumeDecisions(undefined, created("kubernetes.io/aws-ebs")), []);
+  });
+});
+
+describe("shadow decisions: claim status", () => {
+  const pending: V1PersistentVolumeClaim = {
+    metadata: { name: "c", namespace: "ns" },
+    spec: { volumeName: "pv" },
+    status: { phase: "Pending" },
+  };
+  const bound: V1PersistentVolumeClaim = {
+    ...pending,
+    status: { phase: "Bound", accessModes: ["ReadWriteOnce"], capacity: { storage: "1Gi" } },
+  };
+  const values = (ds: { controller: string; key: string; value: string }[]) =>
+    ds.map((d) => `${d.controller} ${d.key}=${d.value}`);
+
+  test("the binder's claim status: the access modes and capacity it copies from the volume", () => {
+    assert.deepEqual(values(claimDecisions(pending, bound)), [
+      "persistentvolume-binder-controller phase pvc ns/c=Bound",
+      "persistentvolume-binder-controller claim-status pvc ns/c=accessModes RWO, capacity 1073741824",
+    ]);
+    // The same capacity written otherwise is the same status.
+    const other = { ...bound, status: { ...bound.status, capacity: { storage: "1024Mi" } } };
+    assert.deepEqual(
+      claimDecisions(pending, other).map((d) => d.value),
+      claimDecisions(pending, bound).map((d) => d.value),
+    );
+    // A resize of a bound claim (the expander's, not compared) is not the binder's.
+    const resized = { ...bound, status: { ...bound.status, capacity: { storage: "2Gi" } } };
+    assert.deepEqual(values(claimDecisions(bound, resized)), []);
   });
 });

@@ -5,6 +5,7 @@ import { Registry } from "prom-client";
 import { FakeClock } from "../../src/runtime/clock.js";
 import type { InformerFactory } from "../../src/runtime/informer/index.js";
 import { silentLogger } from "../../src/runtime/logger.js";
+import { formatReport } from "../../src/shadow/report.js";
 import { ShadowMode } from "../../src/shadow/shadow-mode.js";
 
 interface Handler {
@@ -95,4 +96,27 @@ test("kvc's first report is compared with the node as listed, not with KCM's rep
   report("old", "a"); // not a detach of b: kvc never reported b
   report("old", "a", "b");
   assert.deepEqual(totalsAfterGrace(), { ...NONE, agree: 2 });
+});
+
+test("a write the shadow cannot understand is refused, counted and reported", async () => {
+  const registry = new Registry();
+  const shadow = new ShadowMode({
+    clock: new FakeClock(),
+    graceMs: 1000,
+    registry,
+    logger: silentLogger,
+    controllers: new Set(["persistentvolume-binder-controller"]),
+  });
+  const answer = shadow.recordWrite({ method: "PUT", path: "/api/v1/persistentvolumes/pv-1", body: "{" });
+  assert.equal(answer.status, 400);
+  const { unparsed } = shadow.summary();
+  assert.equal(unparsed.count, 1);
+  assert.deepEqual(
+    unparsed.recent.map((u) => [u.method, u.path]),
+    [["PUT", "/api/v1/persistentvolumes/pv-1"]],
+  );
+  assert.match(await registry.metrics(), /^kvc_shadow_unparsed_writes_total 1$/m);
+  assert.match(formatReport(shadow.summary()), /not understood \(refused, compared with nothing\): 1\n/);
+  assert.match(formatReport(shadow.summary()), /PUT\s+\/api\/v1\/persistentvolumes\/pv-1\s+PUT /);
+  shadow.stop();
 });

@@ -8,8 +8,8 @@ import type {
 } from "@kubernetes/client-node";
 import { FakeClock } from "../../src/runtime/clock.js";
 import { Comparator, type Comparison } from "../../src/shadow/comparator.js";
-import { recyclerPodDecisions, volumeDecisions } from "../../src/shadow/decisions.js";
-import { mergePatch, recordWrite, type CurrentObjects } from "../../src/shadow/recorder.js";
+import { claimDecisions, recyclerPodDecisions, volumeDecisions } from "../../src/shadow/decisions.js";
+import { equalChoices, mergePatch, recordWrite, type CurrentObjects } from "../../src/shadow/recorder.js";
 
 function pv(name: string, size: string, extra: Partial<V1PersistentVolume["spec"]> = {}): V1PersistentVolume {
   return {
@@ -68,6 +68,50 @@ describe("shadow recordWrite", () => {
       },
     ]);
     assert.deepEqual(response, { status: 200, body: bound });
+  });
+
+  test("a tie only where both volumes pass every rule of the matcher for the claim", () => {
+    const gold = { tier: "gold" };
+    const labelled = (name: string, labels: Record<string, string>, extra = {}) => {
+      const v = pv(name, "1Gi", extra);
+      return { ...v, metadata: { ...v.metadata, labels } };
+    };
+    const picky: V1PersistentVolumeClaim = {
+      ...claim,
+      spec: { ...claim.spec, selector: { matchLabels: gold }, volumeAttributesClassName: "fast" },
+    };
+    const chosen = labelled("pv-chosen", gold, { volumeAttributesClassName: "fast" });
+    const volumes = [
+      chosen,
+      labelled("pv-fits", gold, { volumeAttributesClassName: "fast" }),
+      labelled("pv-unlabelled", {}, { volumeAttributesClassName: "fast" }),
+      labelled("pv-no-vac", gold),
+      labelled("pv-other-class", gold, { volumeAttributesClassName: "fast", storageClassName: "x" }),
+      labelled("pv-block", gold, { volumeAttributesClassName: "fast", volumeMode: "Block" }),
+      labelled("pv-rwx", gold, { volumeAttributesClassName: "fast", accessModes: ["ReadWriteMany"] }),
+      // Upstream's choice, already bound to the claim in the cache: judged as it was before, not as
+      // pre-bound (which would skip the selector and class).
+      labelled(
+        "pv-bound-here",
+        {},
+        {
+          volumeAttributesClassName: "fast",
+          claimRef: { namespace: "ns", name: "data" },
+        },
+      ),
+      labelled("pv-bound-here-fits", gold, {
+        volumeAttributesClassName: "fast",
+        claimRef: { namespace: "ns", name: "data" },
+      }),
+      labelled("pv-bound-elsewhere", gold, {
+        volumeAttributesClassName: "fast",
+        claimRef: { namespace: "ns", name: "other" },
+      }),
+    ];
+    assert.deepEqual(equalChoices(picky, chosen, volumes), ["pv-fits", "pv-bound-here-fits"]);
+    // kvc's own choice breaks a rule: nothing is as good as a mistake.
+    const wrong = volumes[2] as V1PersistentVolume;
+    assert.deepEqual(equalChoices(picky, wrong, volumes), []);
   });
 
   test("phase changes of PV and claim through their status", () => {
@@ -207,12 +251,16 @@ describe("shadow recordWrite", () => {
   test("a PUT from an older version than the informers hold succeeds, and what it states only confirms", () => {
     // KCM made pv-1 Available (resourceVersion 9) before kvc synced the version it acted on (5).
     const current = { ...pv("pv-1", "1Gi"), metadata: { name: "pv-1", resourceVersion: "9" } };
-    const stale = (phase: string) =>
-      recordWrite(
-        put("/api/v1/persistentvolumes/pv-1/status", { ...pv("pv-1", "1Gi"), status: { phase } }),
-        objects([current]),
-      );
-    const same = stale("Available");
+    const acted = pv("pv-1", "1Gi");
+    delete acted.status;
+    const stale = (phase: string, earlier?: CurrentObjects["earlier"]) =>
+      recordWrite(put("/api/v1/persistentvolumes/pv-1/status", { ...acted, status: { phase } }), {
+        ...objects([current]),
+        ...(earlier && { earlier }),
+      });
+    // The version it was made from no longer remembered: what it changes is unknown, it confirms nothing.
+    assert.deepEqual(stale("Available").confirmations, []);
+    const same = stale("Available", (_resource, _key, version) => (version === "5" ? acted : undefined));
     assert.equal(same.response.status, 200);
     assert.equal((same.response.body as V1PersistentVolume).status?.phase, "Available");
     assert.deepEqual(same.decisions, []);
@@ -231,7 +279,7 @@ describe("shadow recordWrite", () => {
       ["phase pv pv-1=Released"],
     );
     // kvc completes a binding from the claim version KCM bound (volumeName, 8) before kvc's worker saw
-    // the volume; KCM has written the claim since (9). What kvc's write states confirms KCM's binding.
+    // the volume; KCM has written the claim since (9).
     const boundByKcm = { ...claim, metadata: { ...claim.metadata, resourceVersion: "9" } };
     const completed = {
       ...claim,
@@ -245,13 +293,71 @@ describe("shadow recordWrite", () => {
       earlier: () => ({ ...completed, status: { phase: "Pending" } }),
     });
     assert.deepEqual(late.decisions, []);
+    // Only what it changes in that version: the binding was KCM's (version 8 had it), not kvc's.
     assert.deepEqual(
       late.confirmations.map((d) => `${d.key}=${d.value}`),
-      ["phase pvc ns/data=Bound", "binding pvc ns/data=pv-1"],
+      ["phase pvc ns/data=Bound"],
     );
   });
 
-  test("the race: KCM's write seen first, kvc's sync of the earlier version agrees, or is no agreement", () => {
+  test("a write that echoes KCM's values is no decision and no confirmation: only what it changes counts", () => {
+    // KCM bound pv-1 (resourceVersion 9); kvc's write from that very version changes an annotation.
+    const bound = {
+      ...pv("pv-1", "1Gi", { claimRef: { namespace: "ns", name: "data" } }),
+      metadata: { name: "pv-1", resourceVersion: "9" },
+    };
+    const annotated = { ...bound, metadata: { ...bound.metadata, annotations: { a: "b" } } };
+    for (const r of [
+      recordWrite(put("/api/v1/persistentvolumes/pv-1", annotated), objects([bound])),
+      recordWrite(
+        {
+          method: "PATCH",
+          path: "/api/v1/persistentvolumes/pv-1",
+          body: JSON.stringify({ metadata: { resourceVersion: "9" }, spec: bound.spec }),
+        },
+        objects([bound]),
+      ),
+    ]) {
+      assert.deepEqual(r.decisions, []);
+      assert.deepEqual(r.confirmations, []);
+    }
+  });
+
+  test("a write from an older version that decides otherwise than KCM did from it differs", () => {
+    const clock = new FakeClock();
+    const seen: Comparison[] = [];
+    const comparator = new Comparator({ clock, graceMs: 1000, onComparison: (c) => seen.push(c) });
+    // KCM bound the claim (version 7) to pv-2 (version 9); kvc, from version 7, binds it to pv-1.
+    const unbound = { ...claim, metadata: { ...claim.metadata, resourceVersion: "7" } };
+    const byKcm = {
+      ...claim,
+      metadata: { ...claim.metadata, resourceVersion: "9" },
+      spec: { ...claim.spec, volumeName: "pv-2" },
+    };
+    for (const d of claimDecisions(unbound, byKcm)) comparator.observed(d);
+    const remembered = (version: string) => (version === "7" ? unbound : undefined);
+    const r = recordWrite(
+      put("/api/v1/namespaces/ns/persistentvolumeclaims/data", {
+        ...unbound,
+        spec: { ...unbound.spec, volumeName: "pv-1" },
+      }),
+      {
+        ...objects([pv("pv-1", "1Gi"), pv("pv-2", "2Gi")]),
+        claim: () => byKcm,
+        earlier: (_resource, _key, version) => remembered(version),
+        replacedBy: (_resource, _key, version) => (version === "7" ? { object: byKcm } : undefined),
+      },
+    );
+    assert.deepEqual(r.decisions, []);
+    for (const d of r.confirmations) comparator.confirmed(d, d.upstream);
+    clock.advance(1000);
+    assert.deepEqual(
+      seen.map((c) => `${c.outcome} ${c.key} kvc=${c.kvc ?? "-"} upstream=${c.upstream ?? "-"}`),
+      ["differ binding pvc ns/data kvc=pv-1 upstream=pv-2"],
+    );
+  });
+
+  test("the race: KCM's write seen first, kvc's sync of the earlier version agrees, or differs", () => {
     const run = (kvcPhase: string) => {
       const clock = new FakeClock();
       const seen: Comparison[] = [];
@@ -262,15 +368,20 @@ describe("shadow recordWrite", () => {
       for (const d of volumeDecisions(before, after)) comparator.observed(d);
       const r = recordWrite(
         put("/api/v1/persistentvolumes/pv-1/status", { ...before, status: { phase: kvcPhase } }),
-        objects([after]),
+        {
+          ...objects([after]),
+          earlier: (_resource, _key, version) => (version === "5" ? before : undefined),
+          replacedBy: (_resource, _key, version) => (version === "5" ? { object: after } : undefined),
+        },
       );
       for (const d of r.decisions) comparator.intended(d);
-      for (const d of r.confirmations) comparator.confirmed(d);
+      for (const d of r.confirmations) comparator.confirmed(d, d.upstream);
       clock.advance(1000);
       return seen.map((c) => `${c.outcome} ${c.key} kvc=${c.kvc ?? "-"} upstream=${c.upstream ?? "-"}`);
     };
     assert.deepEqual(run("Available"), ["agree phase pv pv-1 kvc=Available upstream=Available"]);
-    assert.deepEqual(run("Failed"), ["upstream-only phase pv pv-1 kvc=- upstream=Available"]);
+    // From the same version KCM made it Available: another phase differs.
+    assert.deepEqual(run("Failed"), ["differ phase pv pv-1 kvc=Failed upstream=Available"]);
   });
 
   test("DELETE asks for the deletion: the reclaim of a released Delete volume; finalizers stay", () => {
@@ -395,21 +506,36 @@ describe("shadow recordWrite", () => {
     assert.deepEqual(kinds(volume("Failed", "Delete"), undefined), ["reclaim=delete"]);
   });
 
-  test("hostile requests carry no decision and still get a plausible success", () => {
+  test("a request that cannot be understood is unparsed: counted, answered as the apiserver would", () => {
+    for (const [req, status] of [
+      [{ method: "PUT", path: "/api/v1/persistentvolumes/pv-1", body: "{not json" }, 400],
+      [{ method: "PUT", path: "/api/v1/persistentvolumes/pv-1", body: "[1,2]" }, 400],
+      [{ method: "PATCH", path: "/api/v1/persistentvolumes/pv-1", body: undefined }, 400],
+      [{ method: "POST", path: "/api/v1/namespaces/ns/events", body: "" }, 400],
+      [{ method: "PATCH", path: "/weird/path", body: "null" }, 404],
+      [{ method: "POST", path: "/api/v1/namespaces/ns/configmaps", body: "{}" }, 404],
+    ] as const) {
+      const r = recordWrite(req, objects([pv("pv-1", "1Gi")]));
+      assert.equal(r.response.status, status, JSON.stringify(req));
+      assert.equal((r.response.body as { status?: string }).status, "Failure");
+      assert.ok(r.unparsed, JSON.stringify(req));
+      assert.deepEqual([...r.decisions, ...r.confirmations], []);
+    }
+  });
+
+  test("hostile but well-formed requests are parsed: no crash, no invented decision", () => {
     for (const req of [
-      { method: "PUT", path: "/api/v1/persistentvolumes/pv-1", body: "{not json" },
-      { method: "PUT", path: "/api/v1/persistentvolumes/pv-1", body: "[1,2]" },
       { method: "POST", path: "/apis/storage.k8s.io/v1/volumeattachments", body: '{"spec":null}' },
       {
         method: "POST",
         path: "/api/v1/namespaces/ns/events",
         body: '{"reason":"X","source":{"component":"persistentvolume-controller"}}',
       },
-      { method: "PATCH", path: "/weird/path", body: "null" },
       { method: "DELETE", path: "/api/v1/namespaces/%zz/pods/x", body: undefined },
     ]) {
       const r = recordWrite(req, objects([pv("pv-1", "1Gi")]));
       assert.ok(r.response.status >= 200 && r.response.status < 300, JSON.stringify(req));
+      assert.equal(r.unparsed, undefined);
     }
   });
 
