@@ -21,6 +21,7 @@ import type { ApiClients } from "../runtime/client.js";
 import type { InformerFactory } from "../runtime/informer/index.js";
 import type { Logger } from "../runtime/logger.js";
 import type { WorkqueueMetrics } from "../runtime/workqueue/index.js";
+import type { SideEffectGate } from "../runtime/write-gate.js";
 
 export interface ControllerContext {
   config: RunConfig;
@@ -31,6 +32,8 @@ export interface ControllerContext {
   /** Where controllers register their own metrics (served on /metrics). */
   registry: Registry;
   workqueueMetrics: WorkqueueMetrics;
+  /** A leader's write gate: the plugins' side effects outside the API pass it (none without one). */
+  writeGate?: SideEffectGate | undefined;
 }
 
 export interface Controller {
@@ -93,6 +96,7 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
       pluginDir: ctx.config.flexVolumePluginDir,
       log: ctx.logger,
       shadow: ctx.config.shadow !== undefined, // shadow mode
+      gate: ctx.writeGate,
     });
     const controller = new AttachDetachController({
       clients: ctx.clients,
@@ -147,6 +151,7 @@ function pluginOptions(ctx: ControllerContext): DefaultPluginsOptions {
   return {
     enableHostPathProvisioner: ctx.config.enableHostPathProvisioner,
     shadow: ctx.config.shadow !== undefined, // shadow mode
+    gate: ctx.writeGate,
     pods: ctx.clients.core,
     recyclerMinimumTimeoutHostPath: ctx.config.recyclerHostPath.minimumTimeoutSeconds,
     recyclerTimeoutIncrementHostPath: ctx.config.recyclerHostPath.timeoutIncrementSeconds,

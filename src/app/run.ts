@@ -26,7 +26,8 @@ import { ShadowMode } from "../shadow/shadow-mode.js";
  * as kube-controller-manager does): a replica that may have stale state must not go on writing; its
  * pod restarts and rejoins as a candidate. Until then, and whenever its last renewal is older than the
  * renew deadline, a WriteGate under the API client refuses or holds every write, whichever
- * controller, recorder or attacher makes it. SIGINT/SIGTERM stop it gracefully: it resolves.
+ * controller, recorder or attacher makes it, and every side effect outside the API (FlexVolume
+ * attach and detach, hostPath directories) waits on the same gate. SIGINT/SIGTERM stop it gracefully: it resolves.
  */
 export async function run(
   config: RunConfig,
@@ -86,7 +87,7 @@ export async function run(
   // Lease loss and a leader's failed controllers end run() at once, whatever else is in flight.
   const fatal = Promise.withResolvers<never>();
   fatal.promise.catch(() => {}); // raced below; after a graceful stop nothing rejects it any more
-  const manager = new ControllerManager(config, { clients, informers, log, registry }, (err) => {
+  const manager = new ControllerManager(config, { clients, informers, log, registry, writeGate }, (err) => {
     log.error({ err }, "controllers failed");
     fatal.reject(new ExitError(`controllers failed: ${errorMessage(err)}`, 1, { cause: err }));
   });
@@ -195,6 +196,7 @@ class ControllerManager {
       informers: InformerFactory;
       log: Logger;
       registry: Registry;
+      writeGate: WriteGate | undefined;
     },
     private readonly onFailed: (err: unknown) => void,
   ) {
@@ -206,6 +208,7 @@ class ControllerManager {
       logger: deps.log,
       registry: deps.registry,
       workqueueMetrics: new WorkqueueMetrics(deps.registry),
+      writeGate: deps.writeGate,
     });
     for (const name of unavailable) {
       this.#log.warn({ controller: name }, "controller is not part of this build yet; not started");

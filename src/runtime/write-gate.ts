@@ -7,7 +7,9 @@ export class FencedError extends Error {
 
 /**
  * Fences a leader's API writes in one place, under the client (ApiClients) rather than in each
- * controller. Stricter than client-go, which only cancels the leader's context when renewal fails:
+ * controller, and its side effects outside the API where they happen (runSideEffect: FlexVolume
+ * drivers, hostPath directories). Stricter than client-go, which only cancels the leader's context
+ * when renewal fails:
  *
  * - Outside a term (before leading, after the term's signal aborted) every write is refused.
  * - A write is admitted only while the last successful renewal was sent less than renewDeadline ago
@@ -83,6 +85,21 @@ export class WriteGate {
   }
 
   /**
+   * Runs a side effect outside the API (a FlexVolume driver's attach or detach, a hostPath directory
+   * made or removed) under the same rule as an API write: admitted as admit() admits, then asked again
+   * (refusal()) in the synchronous step that starts it, as the client asks when its request reaches
+   * the socket, so a process stopped between the two starts nothing on resuming. `start` must begin
+   * the effect before it first awaits; its signal aborts once the gate closes (a driver call in flight
+   * is killed). Rejects with FencedError once the term is over.
+   */
+  async runSideEffect<T>(start: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    for (;;) {
+      const signal = await this.admit();
+      if (!this.refusal()) return start(signal);
+    }
+  }
+
+  /**
    * Why a write may not be sent at this moment; undefined when it may. admit() asks it, and the client
    * asks it again the moment its HTTP library writes the request (see ApiClients).
    */
@@ -117,3 +134,6 @@ function reasonOf(signal: AbortSignal): string {
   const r: unknown = signal.reason;
   return r instanceof Error ? r.message : String(r);
 }
+
+/** What a side effect outside the API needs of the gate (the plugins take this much of it). */
+export type SideEffectGate = Pick<WriteGate, "runSideEffect">;

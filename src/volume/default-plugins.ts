@@ -10,12 +10,15 @@ import {
 } from "./nfs/plugin.js";
 import { isAttachable, isDeletable, isProvisionable, isRecyclable, type VolumePlugin } from "./plugin.js";
 import type { RecyclerPodApi } from "./recycler.js";
+import type { SideEffectGate } from "../runtime/write-gate.js";
 
 export interface DefaultPluginsOptions {
   /** --enable-hostpath-provisioner. */
   enableHostPathProvisioner: boolean;
   /** Shadow mode (src/shadow): plugins touch no storage (hostPath directories are neither made nor removed). */
   shadow?: boolean;
+  /** A leader's write gate, which the plugins' side effects outside the API pass (hostPath directories). */
+  gate?: SideEffectGate | undefined;
   /** The API recycler pods run through (the controller's CoreV1Api). */
   pods: RecyclerPodApi;
   /** --pv-recycler-minimum-timeout-hostpath, seconds (default 60). */
@@ -45,6 +48,7 @@ export function defaultPlugins(options: DefaultPluginsOptions): VolumePlugin[] {
     new HostPathPlugin({
       provisioningEnabled: options.enableHostPathProvisioner,
       ...(options.shadow && { shadow: true }),
+      gate: options.gate,
       pods: options.pods,
       recyclerMinimumTimeoutSeconds: options.recyclerMinimumTimeoutHostPath,
       recyclerTimeoutIncrementSeconds: options.recyclerTimeoutIncrementHostPath,

@@ -1,10 +1,26 @@
 import assert from "node:assert/strict";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { CoordinationV1Api, CoreV1Api, KubernetesObjectApi, V1MicroTime } from "@kubernetes/client-node";
 import { probe } from "../../src/controlplane/https-probe.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
+import { TAINT_NODE_OUT_OF_SERVICE } from "../../src/attachdetach/reconciler.js";
+import { mergePatch } from "../../src/runtime/client.js";
 import { serviceAccountKubeconfig } from "../support/api.js";
+import { createManagedNode, createPodWithClaim, nodeReportsAttached } from "../support/attach-detach.js";
 import { describeEvents, writesBy } from "../support/audit.js";
 import { killAllKvc, startKvc, type KvcProcess } from "../support/kvc-process.js";
 import { manifestObjects } from "../support/manifests.js";
@@ -16,12 +32,25 @@ import { TcpProxy } from "../support/tcp-proxy.js";
  */
 
 const ns = "default";
+const FLEX_FIXTURE = fileURLToPath(new URL("../fixtures/flexvolume/fake-driver.sh", import.meta.url));
 /** Short leader-election timings (lease > renew > 1.2 × retry), so takeovers take seconds. */
 const FAST_ELECTION = [
   "--leader-elect-lease-duration=4s",
   "--leader-elect-renew-deadline=3s",
   "--leader-elect-retry-period=500ms",
 ];
+
+/** Whether a process runs the executable in `dir` (its command line names it). */
+function driverRunning(dir: string): boolean {
+  return readdirSync("/proc").some((pid) => {
+    if (!/^\d+$/.test(pid)) return false;
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(dir);
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
+}
 
 describe("leader fencing on the real control plane", () => {
   let cp: LocalControlPlane;
@@ -135,6 +164,112 @@ describe("leader fencing on the real control plane", () => {
       a.child.kill("SIGCONT");
       b.child.kill("SIGTERM");
       await b.exited;
+    }
+  });
+
+  test("a leader resumed after SIGSTOP past its lease runs no FlexVolume detach", async () => {
+    const lease = "kvc-fence-flex";
+    const flexDir = mkdtempSync(join(tmpdir(), "kvc-fence-flex-"));
+    const driverDir = join(flexDir, "kvc~fence");
+    mkdirSync(driverDir);
+    copyFileSync(FLEX_FIXTURE, join(driverDir, "fence"));
+    const calls = () =>
+      existsSync(join(driverDir, ".calls.log"))
+        ? readFileSync(join(driverDir, ".calls.log"), "utf8")
+            .split("---\n")
+            .filter((c) => c !== "")
+            .map((c) => c.split("\n")[0])
+        : [];
+    // Out of service: the detach is forced, so no node GET precedes the driver call. The test is
+    // then not a race between two reads after the resume: a leader without the gate on side effects
+    // runs the driver in its first reconciler pass, before its elector's Lease read can answer.
+    const node = "fence-flex-node";
+    await createManagedNode(core, node, {
+      spec: { taints: [{ key: TAINT_NODE_OUT_OF_SERVICE, value: "nodeshutdown", effect: "NoExecute" }] },
+    });
+    const claim = await core.createNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      body: {
+        metadata: { name: "fence-flex" },
+        spec: {
+          accessModes: ["ReadWriteOnce"],
+          resources: { requests: { storage: "1Gi" } },
+          volumeName: "fence-flex",
+          storageClassName: "",
+        },
+      },
+    });
+    await core.createPersistentVolume({
+      body: {
+        metadata: { name: "fence-flex" },
+        spec: {
+          capacity: { storage: "1Gi" },
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: "",
+          claimRef: { namespace: ns, name: "fence-flex", uid: claim.metadata!.uid! },
+          flexVolume: { driver: "kvc/fence" },
+        },
+      },
+    });
+    await core.patchNamespacedPersistentVolumeClaimStatus(
+      { namespace: ns, name: "fence-flex", body: { status: { phase: "Bound" } } },
+      mergePatch,
+    );
+    await createPodWithClaim(core, { namespace: ns, name: "fence-flex", node, claimName: "fence-flex" });
+
+    const args = [
+      `--leader-elect-resource-namespace=${ns}`,
+      `--leader-elect-resource-name=${lease}`,
+      "--leader-elect-lease-duration=8s",
+      "--leader-elect-renew-deadline=6s",
+      "--leader-elect-retry-period=500ms",
+    ];
+    const a = await startKvc(cp.kubeconfigPath, [
+      ...args,
+      "--controllers=attachdetach",
+      `--flex-volume-plugin-dir=${flexDir}`,
+    ]);
+    const aIdentity = await heldBy(lease);
+    await a.ready();
+    // The standby runs no attach/detach controller: every driver call is the old leader's.
+    const b = await startKvc(cp.kubeconfigPath, [...args, "--controllers=pv-protection"]);
+    await b.ready();
+    try {
+      await nodeReportsAttached(core, node, "kvc/fence/fence-flex").catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}; the leader's log:\n${a.logs()}`);
+      });
+      // The pod goes; the driver fails the detach, which backs off (500 ms, doubling) and is due
+      // again while the leader is stopped.
+      writeFileSync(join(driverDir, ".mode"), "fail");
+      await core.deleteNamespacedPod({ namespace: ns, name: "fence-flex", gracePeriodSeconds: 0 });
+      // Failed, not only started: a driver call in flight when the leader stops is another case.
+      await waitFor(() => a.logs().includes("DetachVolume.Detach failed"), {
+        timeoutMs: 60_000,
+        what: "a failed detach",
+      });
+      a.child.kill("SIGSTOP");
+      writeFileSync(join(driverDir, ".mode"), "ok");
+      const before = calls().length;
+      assert.notEqual(await heldBy(lease, aIdentity, 30_000), aIdentity);
+      const logged = a.logs().length;
+      a.child.kill("SIGCONT");
+      const [code] = await a.exited;
+      assert.equal(code, 1, a.logs());
+      assert.match(a.logs(), /leaderelection lost/);
+      // It did try: the check below is not passing because nothing was due.
+      assert.match(a.logs().slice(logged), /attacherDetacher\.DetachVolume started/, a.logs());
+      // A driver it started may still be starting (the call is logged by the driver itself): wait
+      // until none runs. spawn() returns once the driver is exec'd, so one started is seen here.
+      await waitFor(() => !driverRunning(driverDir), { timeoutMs: 30_000, what: "the driver calls to end" });
+      const acted = calls()
+        .slice(before)
+        .filter((c) => c === "attach" || c === "detach");
+      assert.deepEqual(acted, [], `the old leader ran its driver after it resumed:\n${a.logs()}`);
+    } finally {
+      a.child.kill("SIGCONT");
+      b.child.kill("SIGTERM");
+      await b.exited;
+      rmSync(flexDir, { recursive: true, force: true });
     }
   });
 

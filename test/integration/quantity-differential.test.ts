@@ -1,6 +1,6 @@
 /**
- * src/util/quantity.ts against upstream's resource.Quantity (Go, apimachinery at the pinned release):
- * the same strings parse, and every comparison agrees. Exponents Go would expand for minutes
+ * src/util/quantity.ts, and the matcher oracle's own port, against upstream's resource.Quantity (Go,
+ * apimachinery at the pinned release): the same strings parse, and every comparison agrees. Exponents Go would expand for minutes
  * (|exponent| in the millions, or wrapped near ±2^31) stay out; the unit test covers those.
  */
 import assert from "node:assert/strict";
@@ -8,6 +8,7 @@ import { after, before, test } from "node:test";
 import fc from "fast-check";
 import { compareQuantities, tryParseQuantity } from "../../src/util/quantity.js";
 import { startQuantityOracle, type QuantityOracle } from "../support/quantity-oracle.js";
+import * as matcherOracle from "../unit/matcher-reference.js";
 
 let oracle: QuantityOracle;
 before(() => {
@@ -72,6 +73,49 @@ test("parse success and every Cmp agree with upstream's resource.Quantity", asyn
           const expected = go.cmp[i]?.[j] ?? null;
           const actual = x && y ? compareQuantities(x, y) : null;
           assert.equal(actual, expected, `Cmp(${JSON.stringify(a)}, ${JSON.stringify(b)})`);
+        });
+      });
+    }),
+    { numRuns: 2000, seed: 12 },
+  );
+});
+
+test("the matcher's oracle (test/unit/matcher-reference.ts) parses and compares as upstream within its domain", async () => {
+  // Its own port of ParseQuantity refuses exponents beyond ±999, which its property tests never make.
+  const small = fc.integer({ min: -999, max: 999 });
+  const smallExponent = fc
+    .tuple(fc.constantFrom("e", "E"), fc.constantFrom("", "+", "-"), small)
+    .map(([e, sign, n]) => `${e}${n < 0 ? "-" : sign}${Math.abs(n)}`);
+  const text = fc.oneof(
+    {
+      arbitrary: fc
+        .tuple(
+          fc.constantFrom("", "", "+", "-"),
+          digits(25),
+          fc.constantFrom("", "", "."),
+          digits(25),
+          fc.oneof(fc.constantFrom(...SUFFIXES), smallExponent),
+        )
+        .map((parts) => parts.join("")),
+      weight: 6,
+    },
+    { arbitrary: junk, weight: 3 },
+    { arbitrary: fc.constantFrom("9Ei", "8Ei", "0.5Ki", ".", "+", "Ki", "e", "1.5Gi", "800E"), weight: 1 },
+  );
+  await fc.assert(
+    fc.asyncProperty(fc.array(text, { minLength: 1, maxLength: 12 }), async (texts) => {
+      const go = await oracle.ask(texts);
+      const ours = texts.map((t) => matcherOracle.parseQuantity(t));
+      assert.deepEqual(
+        ours.map((q) => q !== undefined),
+        go.ok,
+        `parse success of ${JSON.stringify(texts)}`,
+      );
+      texts.forEach((a, i) => {
+        texts.forEach((b, j) => {
+          const [x, y] = [ours[i], ours[j]];
+          const actual = x !== undefined && y !== undefined ? matcherOracle.cmp(x, y) : null;
+          assert.equal(actual, go.cmp[i]?.[j] ?? null, `Cmp(${JSON.stringify(a)}, ${JSON.stringify(b)})`);
         });
       });
     }),

@@ -18,6 +18,7 @@ import { waitFor } from "../../src/util/wait.js";
 import { FlexVolumePlugin } from "../../src/volume/flexvolume/plugin.js";
 import { FlexVolumeProber } from "../../src/volume/flexvolume/prober.js";
 import { FakeClock } from "../../src/runtime/clock.js";
+import { FencedError, WriteGate } from "../../src/runtime/write-gate.js";
 import { specFromPersistentVolume, specFromVolume, type VolumeSpec } from "../../src/volume/plugin.js";
 import type { ProbeEvent } from "../../src/volume/plugin-manager.js";
 
@@ -117,9 +118,9 @@ describe("FlexVolume plugin", () => {
     assert.deepEqual(log[3], ["detach", "pv-flex", "node-1"]);
   });
 
-  test("in shadow mode attach and detach never run the driver; its questions still do", async () => {
+  test("in shadow mode the driver is never run: not to act, not to answer a question", async () => {
     const dir = pluginDir();
-    const driverDir = install(dir);
+    const driverDir = install(dir, "kvc~fake", "noattach");
     const p = await FlexVolumePlugin.create({
       pluginDir: dir,
       directory: "kvc~fake",
@@ -127,14 +128,79 @@ describe("FlexVolume plugin", () => {
       log: silentLogger,
       shadow: true,
     });
+    assert.equal(p.canAttach(), true, "init is not asked: upstream's default capabilities");
     const spec: VolumeSpec = specFromPersistentVolume(flexPV(), true);
     assert.equal(await p.newAttacher().attach(spec, "node-1"), "");
-    assert.equal((await p.newAttacher().volumesAreAttached([spec], "node-1")).get(spec), true);
-    await p.newDetacher().detach("pv-flex", "node-1");
-    assert.deepEqual(
-      calls(driverDir).map((c) => c[0]),
-      ["init", "getvolumename", "isattached"],
+    assert.equal(
+      (await p.newAttacher().volumesAreAttached([spec], "node-1")).get(spec),
+      true,
+      "unverified: still attached",
     );
+    await p.newDetacher().detach("pv-flex", "node-1");
+    assert.deepEqual(calls(driverDir), []);
+  });
+
+  test("a leader's attach and detach run only when its write gate admits them; its questions always do", async () => {
+    const dir = pluginDir();
+    const driverDir = install(dir);
+    const clock = new FakeClock();
+    const gate = new WriteGate(clock, 10_000);
+    const p = await FlexVolumePlugin.create({
+      pluginDir: dir,
+      directory: "kvc~fake",
+      callTimeoutMs: 5_000,
+      log: silentLogger,
+      gate,
+    });
+    const spec: VolumeSpec = specFromPersistentVolume(flexPV(), true);
+    const commands = () => calls(driverDir).map((c) => c[0]);
+    // Not leading (yet, or any more): nothing acts.
+    await assert.rejects(p.newAttacher().attach(spec, "node-1"), FencedError);
+    await assert.rejects(p.newDetacher().detach("pv-flex", "node-1"), FencedError);
+    assert.deepEqual(commands(), ["init", "getvolumename"]);
+    assert.equal((await p.newAttacher().volumesAreAttached([spec], "node-1")).get(spec), true);
+
+    const term = new AbortController();
+    gate.renewed(clock.now());
+    gate.lead(term.signal);
+    assert.equal(await p.newAttacher().attach(spec, "node-1"), "/dev/fake-node-1");
+    await p.newDetacher().detach("pv-flex", "node-1");
+    assert.deepEqual(commands().slice(3), ["getvolumename", "attach", "detach"]);
+
+    // Past the renew deadline (a leader paused, or cut off from the apiserver): the detach waits for a
+    // renewal; the term ends instead, and the driver is never run.
+    clock.advance(10_000);
+    const detach = p.newDetacher().detach("pv-flex", "node-1");
+    await new Promise((resolve) => setImmediate(resolve));
+    term.abort(new Error("lease lost"));
+    await assert.rejects(detach, /no longer leading \(lease lost\)/);
+    assert.deepEqual(commands().slice(6), []);
+  });
+
+  test("a driver still attaching when the leader's renewal goes stale is killed", async () => {
+    const dir = pluginDir();
+    const driverDir = install(dir);
+    const clock = new FakeClock();
+    const gate = new WriteGate(clock, 10_000);
+    gate.renewed(clock.now());
+    gate.lead(new AbortController().signal);
+    const p = await FlexVolumePlugin.create({
+      pluginDir: dir,
+      directory: "kvc~fake",
+      callTimeoutMs: 60_000,
+      log: silentLogger,
+      gate,
+    });
+    writeFileSync(join(driverDir, ".mode"), "hang");
+    const detach = p.newDetacher().detach("pv-flex", "node-1");
+    await waitFor(() => calls(driverDir).some((c) => c[0] === "detach"), {
+      timeoutMs: 10_000,
+      what: "the driver to start detaching",
+    });
+    const started = Date.now();
+    clock.advance(10_000);
+    await assert.rejects(detach, /FlexVolume driver kvc\/fake: detach aborted/);
+    assert.ok(Date.now() - started < 5_000, "killed at once, not at the call's timeout");
   });
 
   test('"Not supported" falls back to the defaults and is not asked again', async () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -12,6 +12,8 @@ import {
   type V1Pod,
 } from "@kubernetes/client-node";
 import { pino } from "pino";
+import { FakeClock } from "../../src/runtime/clock.js";
+import { FencedError, WriteGate } from "../../src/runtime/write-gate.js";
 import { defaultPlugins } from "../../src/volume/default-plugins.js";
 import { ExampleNfsPlugin } from "../../src/volume/example/example-plugin.js";
 import { HOST_PATH_PLUGIN_NAME, HostPathPlugin } from "../../src/volume/hostpath/plugin.js";
@@ -331,6 +333,47 @@ describe("hostPath provisioner and deleter", () => {
     assert.ok(existsSync(kept));
     // Checked as for real: a path outside the base is still refused.
     await assert.rejects(del("/etc"), /host_path deleter only deletes directories under/);
+  });
+
+  test("a leader creates and removes directories only when its write gate admits it", async () => {
+    const clock = new FakeClock();
+    const gate = new WriteGate(clock, 10_000);
+    const gated = new HostPathPlugin({
+      provisioningEnabled: true,
+      baseDir: base,
+      pods: new FakePods(),
+      gate,
+    });
+    const victim = join(base, "fenced");
+    await mkdir(victim, { recursive: true });
+    const del = () =>
+      gated.newDeleter(specFromPersistentVolume({ spec: { hostPath: { path: victim } } })).delete();
+    const entries = async () => (await readdir(base)).sort();
+    const before = await entries();
+    // Not leading: refused, nothing touched.
+    await assert.rejects(del(), FencedError);
+    await assert.rejects(gated.newProvisioner(provisionOptions()).provision(), FencedError);
+    assert.deepEqual(await entries(), before);
+
+    const term = new AbortController();
+    gate.renewed(clock.now());
+    gate.lead(term.signal);
+    // Past the renew deadline: the removal waits for a renewal; the term ends instead.
+    clock.advance(10_000);
+    const waiting = del();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(existsSync(victim));
+    term.abort(new Error("lease lost"));
+    await assert.rejects(waiting, /no longer leading \(lease lost\)/);
+    assert.ok(existsSync(victim), "a fenced leader's rm -rf removed nothing");
+
+    const next = new AbortController();
+    gate.renewed(clock.now());
+    gate.lead(next.signal);
+    await del();
+    assert.equal(existsSync(victim), false);
+    const pv = await gated.newProvisioner(provisionOptions()).provision();
+    assert.ok(existsSync(pv.spec?.hostPath?.path ?? ""));
   });
 
   test("the deleter removes directories strictly inside the base and nothing else", async () => {

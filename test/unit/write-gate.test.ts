@@ -78,3 +78,69 @@ describe("WriteGate", () => {
     await assert.rejects(waiting, /no longer leading \(another holder\)/);
   });
 });
+
+describe("WriteGate.runSideEffect (side effects outside the API)", () => {
+  test("starts nothing outside a term; while fresh starts it with a signal that aborts when the gate closes", async () => {
+    const clock = new FakeClock();
+    const gate = new WriteGate(clock, RENEW);
+    let started = 0;
+    const effect = (signal: AbortSignal) => {
+      started++;
+      return Promise.resolve(signal);
+    };
+    await assert.rejects(gate.runSideEffect(effect), /not leading/);
+    const term = new AbortController();
+    gate.renewed(0);
+    gate.lead(term.signal);
+    const signal = await gate.runSideEffect(effect);
+    assert.equal(started, 1);
+    assert.equal(signal.aborted, false);
+    clock.advance(RENEW);
+    assert.equal(signal.aborted, true, "an effect in flight when the renewal goes stale is told to stop");
+  });
+
+  test("a stale leader's side effect waits for a renewal, and never starts if the term ends", async () => {
+    const clock = new FakeClock();
+    const gate = new WriteGate(clock, RENEW);
+    const term = new AbortController();
+    gate.renewed(0);
+    gate.lead(term.signal);
+    clock.advance(RENEW);
+    let started = 0;
+    const effect = () => (started++, Promise.resolve());
+    const waiting = gate.runSideEffect(effect);
+    assert.equal(await state(waiting), "pending");
+    gate.renewed(clock.now());
+    assert.equal(await state(waiting), "resolved");
+    assert.equal(started, 1);
+    clock.advance(RENEW);
+    const refused = gate.runSideEffect(effect);
+    assert.equal(await state(refused), "pending");
+    term.abort(new Error("another holder"));
+    await assert.rejects(refused, /no longer leading \(another holder\)/);
+    assert.equal(started, 1);
+  });
+
+  test("a process stopped between admission and the start starts nothing on resuming", async () => {
+    // The clock jumps (SIGSTOP past the renew deadline) after the admission's look and before the
+    // effect's start; no timer has run.
+    let now = 0;
+    let looks = 0;
+    const clock = {
+      now: () => (looks++ === 0 ? now : (now = 20_000)),
+      setTimer: () => () => {},
+    };
+    const gate = new WriteGate(clock, RENEW);
+    const term = new AbortController();
+    gate.renewed(0);
+    gate.lead(term.signal);
+    looks = 0;
+    let started = 0;
+    const effect = gate.runSideEffect(() => (started++, Promise.resolve()));
+    assert.equal(await state(effect), "pending", "it waits for a renewal instead");
+    assert.equal(started, 0);
+    term.abort(new Error("lease lost"));
+    await assert.rejects(effect, FencedError);
+    assert.equal(started, 0);
+  });
+});

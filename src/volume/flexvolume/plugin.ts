@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import type { LogSink } from "../../runtime/logger.js";
+import type { SideEffectGate } from "../../runtime/write-gate.js";
 import {
   specName,
   type AttachableVolumePlugin,
@@ -44,12 +45,33 @@ export interface FlexVolumePluginOptions {
   capabilities: DriverCapabilities;
   callTimeoutMs: number;
   log: LogSink;
-  /** Shadow mode (src/shadow): attach and detach are not run (they act on the storage), as if they succeeded. */
+  /**
+   * Shadow mode (src/shadow): the driver is never run. attach and detach act on the storage; init,
+   * getvolumename and isattached only ask, but a driver is any program (it may load modules, call
+   * its storage's API) and the shadow must leave the machine as it found it. See SHADOW_REPLIES.
+   */
   shadow?: boolean;
+  /** A leader's write gate: attach and detach run only when it admits them, as API writes. */
+  gate?: SideEffectGate | undefined;
 }
 
 /** The commands that change the world; the others only ask the driver. */
 const ACTING_COMMANDS = new Set<DriverCommand>(["attach", "detach"]);
+
+/**
+ * What shadow mode takes as the driver's answer to each command it does not run: attach and detach
+ * succeed; init reports upstream's default capabilities (attach: true, what a driver that leaves them
+ * out gets); getvolumename's answer is never used; isattached is "Not supported", upstream's
+ * fallback, so every attachment counts as still there and no detach is decided from a check the
+ * shadow did not make.
+ */
+const SHADOW_REPLIES: Record<DriverCommand, "Success" | "Not supported"> = {
+  init: "Success",
+  getvolumename: "Not supported",
+  attach: "Success",
+  detach: "Success",
+  isattached: "Not supported",
+};
 
 /**
  * One FlexVolume driver as a volume plugin (upstream flexVolumePlugin, controller side): named as the
@@ -145,19 +167,23 @@ export class FlexVolumePlugin implements AttachableVolumePlugin {
   /** One driver call; a command once answered "Not supported" is not run again (upstream). */
   async call(command: DriverCommand, args: readonly string[], signal?: AbortSignal): Promise<DriverStatus> {
     if (this.#unsupported.has(command)) throw new NotSupportedError();
-    if (this.#o.shadow && ACTING_COMMANDS.has(command)) {
+    if (this.#o.shadow) {
       this.#o.log.info({ driver: this.name, command, args }, "shadow mode: FlexVolume driver call not run");
+      if (SHADOW_REPLIES[command] === "Not supported") throw new NotSupportedError();
       return { status: "Success", capabilities: this.#o.capabilities };
     }
-    try {
-      return await runDriverCall({
+    const run = (fence?: AbortSignal) =>
+      runDriverCall({
         executable: this.#executable,
         driver: this.name,
         command,
         args,
         timeoutMs: this.#o.callTimeoutMs,
-        signal,
+        signal: fence && signal ? AbortSignal.any([signal, fence]) : (fence ?? signal),
       });
+    try {
+      const gate = this.#o.gate;
+      return await (gate && ACTING_COMMANDS.has(command) ? gate.runSideEffect(run) : run());
     } catch (err) {
       if (err instanceof NotSupportedError) this.#unsupported.add(command);
       throw err;

@@ -5,6 +5,7 @@ import { errorMessage } from "../../runtime/api-errors.js";
 import { realClock, type Clock } from "../../runtime/clock.js";
 import { ExponentialBackoff } from "../../util/exponential-backoff.js";
 import type { LogSink } from "../../runtime/logger.js";
+import type { SideEffectGate } from "../../runtime/write-gate.js";
 import type { DynamicPluginProber, ProbeEvent } from "../plugin-manager.js";
 import { DEFAULT_CALL_TIMEOUT_MS, driverNameOf, executableOf, FlexVolumePlugin } from "./plugin.js";
 
@@ -15,8 +16,10 @@ export interface FlexVolumeProberOptions {
   pluginDir: string;
   log: LogSink;
   callTimeoutMs?: number;
-  /** Shadow mode (src/shadow): the plugin directory is never created, drivers never attach or detach. */
+  /** Shadow mode (src/shadow): the plugin directory is never created, drivers are never run. */
   shadow?: boolean;
+  /** A leader's write gate, which the drivers' attach and detach pass (FlexVolumePluginOptions.gate). */
+  gate?: SideEffectGate | undefined;
   /** Times the retries of failed inits (default the real clock). */
   clock?: Clock;
   /** node:fs watch; a test seam for a directory that cannot be watched. */
@@ -140,6 +143,7 @@ export class FlexVolumeProber implements DynamicPluginProber {
         callTimeoutMs: this.#callTimeoutMs,
         log: this.#o.log,
         ...(this.#o.shadow && { shadow: true }),
+        gate: this.#o.gate,
       });
       const op = this.#known.has(directory) ? "update" : "add";
       this.#known.add(directory);

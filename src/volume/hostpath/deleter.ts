@@ -1,5 +1,6 @@
 import { rm } from "node:fs/promises";
 import { resolve, sep } from "node:path";
+import type { SideEffectGate } from "../../runtime/write-gate.js";
 import type { Deleter } from "../plugin.js";
 
 /**
@@ -13,6 +14,8 @@ export class HostPathDeleter implements Deleter {
     private readonly path: string,
     /** Shadow mode: checked as for real, nothing removed. */
     private readonly shadow = false,
+    /** A leader's write gate: the directory is removed only when it admits it. */
+    private readonly gate?: SideEffectGate,
   ) {}
 
   async delete(): Promise<void> {
@@ -20,6 +23,8 @@ export class HostPathDeleter implements Deleter {
     if (!target.startsWith(resolve(this.baseDir) + sep)) {
       throw new Error(`host_path deleter only deletes directories under ${this.baseDir}/, not ${this.path}`);
     }
-    if (!this.shadow) await rm(target, { recursive: true, force: true });
+    if (this.shadow) return;
+    const remove = () => rm(target, { recursive: true, force: true });
+    await (this.gate ? this.gate.runSideEffect(remove) : remove());
   }
 }

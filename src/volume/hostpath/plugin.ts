@@ -10,6 +10,7 @@ import type {
   VolumeSpec,
 } from "../plugin.js";
 import { PodRecycler, type RecyclerPodApi } from "../recycler.js";
+import type { SideEffectGate } from "../../runtime/write-gate.js";
 import { HostPathDeleter } from "./deleter.js";
 import { HostPathProvisioner } from "./provisioner.js";
 
@@ -34,6 +35,8 @@ export interface HostPathPluginOptions {
   recyclerPollIntervalMs?: number | undefined;
   /** Shadow mode (src/shadow): directories are neither created nor removed. */
   shadow?: boolean;
+  /** A leader's write gate, which creating and removing directories pass. */
+  gate?: SideEffectGate | undefined;
 }
 
 function hostPathOf(spec: VolumeSpec): string | undefined {
@@ -74,13 +77,19 @@ export class HostPathPlugin
     if (!this.#options.provisioningEnabled) {
       throw new Error(`provisioning in volume plugin "${this.name}" is disabled`);
     }
-    return new HostPathProvisioner(this.name, this.#baseDir, options, this.#options.shadow);
+    return new HostPathProvisioner(
+      this.name,
+      this.#baseDir,
+      options,
+      this.#options.shadow,
+      this.#options.gate,
+    );
   }
 
   newDeleter(spec: VolumeSpec): Deleter {
     const path = spec.persistentVolume?.spec?.hostPath?.path;
     if (path === undefined) throw new Error("spec.persistentVolume.spec.hostPath is not set");
-    return new HostPathDeleter(this.#baseDir, path, this.#options.shadow);
+    return new HostPathDeleter(this.#baseDir, path, this.#options.shadow, this.#options.gate);
   }
 
   async recycle(

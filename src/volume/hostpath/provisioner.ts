@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { V1PersistentVolume } from "@kubernetes/client-node";
+import type { SideEffectGate } from "../../runtime/write-gate.js";
 import type { ProvisionOptions, Provisioner } from "../plugin.js";
 
 /** Access modes of a provisioned volume when the claim asks for none. */
@@ -18,6 +19,8 @@ export class HostPathProvisioner implements Provisioner {
     private readonly options: ProvisionOptions,
     /** Shadow mode: the PV is described, its directory not created. */
     private readonly shadow = false,
+    /** A leader's write gate: the directory is created only when it admits it. */
+    private readonly gate?: SideEffectGate,
   ) {}
 
   async provision(): Promise<V1PersistentVolume> {
@@ -28,7 +31,10 @@ export class HostPathProvisioner implements Provisioner {
     const path = join(this.baseDir, randomUUID());
     const storage = pvc.spec?.resources?.requests?.storage;
     const accessModes = pvc.spec?.accessModes?.length ? pvc.spec.accessModes : DEFAULT_ACCESS_MODES;
-    if (!this.shadow) await mkdir(path, { recursive: true, mode: 0o750 });
+    if (!this.shadow) {
+      const make = () => mkdir(path, { recursive: true, mode: 0o750 });
+      await (this.gate ? this.gate.runSideEffect(make) : make());
+    }
     return {
       apiVersion: "v1",
       kind: "PersistentVolume",
