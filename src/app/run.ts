@@ -78,7 +78,7 @@ export async function run(
   const informers = new InformerFactory({
     kubeConfig,
     apis: clients,
-    beforeWatch: () => clients.limiter.wait(),
+    beforeWatch: (signal) => clients.limiter.wait(signal),
     logger: log.child({ logger: "informers" }),
   });
   shadow?.observe(informers); // shadow mode
