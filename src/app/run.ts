@@ -259,7 +259,7 @@ async function serveSecurely(
   const server = await serve({
     bindAddress: config.bindAddress,
     port: config.securePort,
-    ...(await secureServing(config, log)),
+    ...(await secureServing(config, log, o.registry)),
     logger: log,
     registry: o.registry,
     ...(o.routes && { routes: o.routes }),
@@ -313,9 +313,9 @@ async function serveSecurely(
  * The certificate and the delegated authenticator and authorizer of --secure-port, as KCM builds
  * them from its SecureServing, Authentication and Authorization options. Their clients allow 200
  * queries per second (burst 400) as upstream's, apart from the controllers' limit, and are not fenced:
- * reviews are not writes to the cluster.
+ * reviews are not writes to the cluster. Their requests count in the rest_client metrics, as in KCM.
  */
-async function secureServing(config: RunConfig, log: Logger) {
+async function secureServing(config: RunConfig, log: Logger, registry: Registry) {
   const cert = await servingCert({
     bindAddress: config.bindAddress,
     certDir: config.certDir,
@@ -332,7 +332,7 @@ async function secureServing(config: RunConfig, log: Logger) {
       return undefined;
     }
     // Upstream's Delegating{Authentication,Authorization}Options.ClientTimeout: 10 s.
-    return new ApiClients(kc, { qps: 200, burst: 400, requestTimeoutMs: 10_000 });
+    return new ApiClients(kc, { qps: 200, burst: 400, requestTimeoutMs: 10_000, registry });
   };
   const authn = delegated(
     config.authentication.kubeconfig,

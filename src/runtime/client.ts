@@ -252,7 +252,12 @@ export class ApiClients {
           );
         }
         // As client-go: the caller's deadline bounds the wait; the client's own timeout starts after it.
-        await limiter.wait(request.getSignal());
+        const throttled = metrics?.limiter.startTimer({ verb: method, host });
+        try {
+          await limiter.wait(request.getSignal());
+        } finally {
+          throttled?.();
+        }
         // After the limiter's wait, which may be long: the gate judges the moment of sending.
         const fence = writeGate && !READ_METHODS.has(method) ? await writeGate.admit() : undefined;
         if (fence && writeGate) fenceAtSend(request, writeGate);
@@ -450,32 +455,47 @@ function fencedHandler(handler: DispatchHandler, gate: WriteGate): DispatchHandl
   };
 }
 
+/** client-go's rest_client metrics, registered once per registry (clients sharing one share them). */
 function restClientMetrics(registry: Registry) {
-  const existing = registry.getSingleMetric("rest_client_requests_total");
-  if (existing) {
-    return {
-      requests: existing as Counter<"code" | "method" | "host">,
-      duration: registry.getSingleMetric("rest_client_request_duration_seconds") as Histogram<
-        "verb" | "host"
-      >,
-    };
-  }
+  const shared = <T>(name: string, create: () => T): T => (registry.getSingleMetric(name) as T) ?? create();
   return {
-    requests: new Counter({
-      name: "rest_client_requests_total",
-      help: "Number of HTTP requests, partitioned by status code, method, and host.",
-      labelNames: ["code", "method", "host"] as const,
-      registers: [registry],
-    }),
-    duration: new Histogram({
-      name: "rest_client_request_duration_seconds",
-      help: "Request latency in seconds. Broken down by verb and host.",
-      labelNames: ["verb", "host"] as const,
-      buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
-      registers: [registry],
-    }),
+    requests: shared(
+      "rest_client_requests_total",
+      () =>
+        new Counter({
+          name: "rest_client_requests_total",
+          help: "Number of HTTP requests, partitioned by status code, method, and host.",
+          labelNames: ["code", "method", "host"] as const,
+          registers: [registry],
+        }),
+    ),
+    duration: shared(
+      "rest_client_request_duration_seconds",
+      () =>
+        new Histogram({
+          name: "rest_client_request_duration_seconds",
+          help: "Request latency in seconds. Broken down by verb and host.",
+          labelNames: ["verb", "host"] as const,
+          buckets: REST_CLIENT_BUCKETS,
+          registers: [registry],
+        }),
+    ),
+    limiter: shared(
+      "rest_client_rate_limiter_duration_seconds",
+      () =>
+        new Histogram({
+          name: "rest_client_rate_limiter_duration_seconds",
+          help: "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+          labelNames: ["verb", "host"] as const,
+          buckets: REST_CLIENT_BUCKETS,
+          registers: [registry],
+        }),
+    ),
   };
 }
+
+/** client-go's buckets for its request and rate limiter latencies. */
+const REST_CLIENT_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
 
 /** Per-call options that abort the HTTP request with `signal` (client-node takes only Observable middleware there). */
 export function abortableRequest(signal: AbortSignal): ConfigurationOptions {
