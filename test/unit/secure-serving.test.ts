@@ -466,3 +466,59 @@ describe("serve: connection limits near the kube-apiserver's", () => {
     }
   });
 });
+
+test("/readyz?verbose: a failing check's reason only to authenticated clients; anonymous ones see it withheld, as upstream", async () => {
+  const served = await serve({
+    bindAddress: "127.0.0.1",
+    port: 0,
+    cert: await servingCert({ bindAddress: "127.0.0.1", certDir: "", certFile: "", keyFile: "" }),
+    authenticator: new DelegatingAuthenticator(
+      {
+        createTokenReview: ({ body }: { body: V1TokenReview }) =>
+          Promise.resolve({
+            spec: body.spec,
+            status:
+              body.spec.token === "operator"
+                ? { authenticated: true, user: { username: "operator", groups: [] } }
+                : { authenticated: false },
+          }),
+      },
+      { cacheTtlMs: 0 },
+    ),
+    authorizer: new DelegatingAuthorizer(undefined, {
+      alwaysAllowPaths: ["/readyz"],
+      allowCacheTtlMs: 0,
+      denyCacheTtlMs: 0,
+    }),
+    registry: new Registry(),
+    healthz: [],
+    readyz: [
+      {
+        name: "leader-election-lease",
+        showReason: true,
+        check: () => {
+          throw new Error('leases "kvc" is forbidden: User "system:serviceaccount:ns:sa"');
+        },
+      },
+      {
+        name: "other",
+        check: () => {
+          throw new Error("internal detail");
+        },
+      },
+    ],
+    logger: silentLogger,
+  });
+  try {
+    const url = `https://127.0.0.1:${served.port}/readyz?verbose`;
+    const anonymous = await probe(url);
+    assert.equal(anonymous.status, 500);
+    assert.match(anonymous.body, /^\[-\]leader-election-lease failed: reason withheld$/m);
+    assert.doesNotMatch(anonymous.body, /forbidden|serviceaccount/);
+    const operator = await probe(url, { token: "operator" });
+    assert.match(operator.body, /^\[-\]leader-election-lease failed: leases "kvc" is forbidden/m);
+    assert.match(operator.body, /^\[-\]other failed: reason withheld$/m);
+  } finally {
+    await served.close();
+  }
+});
