@@ -19,6 +19,7 @@ import { servingCert } from "../runtime/serving-cert.js";
 import { WorkqueueMetrics } from "../runtime/workqueue/index.js";
 import { WriteGate } from "../runtime/write-gate.js";
 import { ShadowMode } from "../shadow/shadow-mode.js";
+import type { TestSeams } from "../persistentvolume/crash-seam.js";
 
 /**
  * `kvc run`: serving, leader election, then the enabled controllers on shared informers. Losing the
@@ -30,7 +31,14 @@ import { ShadowMode } from "../shadow/shadow-mode.js";
  */
 export async function run(
   config: RunConfig,
-  { logDestination }: { logDestination?: NodeJS.WritableStream | undefined } = {},
+  {
+    logDestination,
+    seams,
+  }: {
+    logDestination?: NodeJS.WritableStream | undefined;
+    /** Tests only (test/support/kvc-seams.ts); the CLI never passes them. */
+    seams?: TestSeams | undefined;
+  } = {},
 ): Promise<void> {
   const log = createLogger({
     verbosity: config.verbosity,
@@ -86,7 +94,7 @@ export async function run(
   // Lease loss and a leader's failed controllers end run() at once, whatever else is in flight.
   const fatal = Promise.withResolvers<never>();
   fatal.promise.catch(() => {}); // raced below; after a graceful stop nothing rejects it any more
-  const manager = new ControllerManager(config, { clients, informers, log, registry }, (err) => {
+  const manager = new ControllerManager(config, { clients, informers, log, registry, seams }, (err) => {
     log.error({ err }, "controllers failed");
     fatal.reject(new ExitError(`controllers failed: ${errorMessage(err)}`, 1, { cause: err }));
   });
@@ -195,6 +203,7 @@ class ControllerManager {
       informers: InformerFactory;
       log: Logger;
       registry: Registry;
+      seams: TestSeams | undefined;
     },
     private readonly onFailed: (err: unknown) => void,
   ) {
@@ -206,6 +215,7 @@ class ControllerManager {
       logger: deps.log,
       registry: deps.registry,
       workqueueMetrics: new WorkqueueMetrics(deps.registry),
+      seams: deps.seams,
     });
     for (const name of unavailable) {
       this.#log.warn({ controller: name }, "controller is not part of this build yet; not started");
