@@ -1,6 +1,7 @@
 import type { Registry } from "prom-client";
 import type { ControllerName } from "./controller-names.js";
 import type { RunConfig } from "./options.js";
+import type { TestSeams } from "../persistentvolume/crash-seam.js";
 import { PersistentVolumeMetrics } from "../persistentvolume/metrics.js";
 import { PersistentVolumeControllerRunner } from "../persistentvolume/pv-controller-base.js";
 import { realClock } from "../runtime/clock.js";
@@ -34,6 +35,8 @@ export interface ControllerContext {
   workqueueMetrics: WorkqueueMetrics;
   /** A leader's write gate: the plugins' side effects outside the API pass it (none without one). */
   writeGate?: SideEffectGate | undefined;
+  /** Set by tests only, through run()'s options. */
+  seams?: TestSeams | undefined;
 }
 
 export interface Controller {
@@ -64,8 +67,8 @@ const CONSTRUCTORS: Partial<Record<ControllerName, (ctx: ControllerContext) => C
       concurrentSyncs: ctx.config.concurrentPvClaimBinderSyncs,
       enableDynamicProvisioning: ctx.config.enableDynamicProvisioning,
       shadow: ctx.config.shadow !== undefined, // shadow mode
-      ...(process.env.KVC_TEST_PAUSE_AFTER_BIND_WRITE && {
-        pauseAfterBindWrite: Number(process.env.KVC_TEST_PAUSE_AFTER_BIND_WRITE),
+      ...(ctx.seams?.pauseAfterBindWrite !== undefined && {
+        pauseAfterBindWrite: ctx.seams.pauseAfterBindWrite,
       }),
     });
     return {

@@ -137,7 +137,7 @@ export const RUN_FLAGS = {
     type: "string",
     group: "Leader election:",
     default: "kube-volume-controller",
-    describe: "The name of the Lease (never kube-controller-manager: KCM holds that one).",
+    describe: "The name of the Lease; kube-controller-manager (KCM's own) is refused.",
   },
   "leader-elect-resource-namespace": {
     type: "string",
@@ -372,6 +372,9 @@ export const DEV_FLAGS = {
   },
 } satisfies Record<string, Options>;
 
+/** The Lease kube-controller-manager elects its leader on (kube-system/kube-controller-manager). */
+const KCM_LEASE = "kube-controller-manager";
+
 /** The validated `kvc run` configuration; durations in milliseconds. */
 export interface RunConfig {
   /** KCM flags on the command line that kvc does not implement (logged once as ignored). */
@@ -454,11 +457,20 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
           `${formatDuration(renewDeadlineMs)}, ${formatDuration(retryPeriodMs)})`,
       );
     }
+    const name = String(argv["leader-elect-resource-name"]);
+    // In kube-system it is KCM's Lease: kvc would lead in KCM's place or never; in another namespace
+    // it still reads as KCM's to every operator (docs/operations.md). Never, as the flag's help says.
+    if (name === KCM_LEASE) {
+      throw new Error(
+        `--leader-elect-resource-name: "${KCM_LEASE}" is kube-controller-manager's own Lease; ` +
+          `kvc needs its own (default "kube-volume-controller")`,
+      );
+    }
     return {
       leaseDurationMs,
       renewDeadlineMs,
       retryPeriodMs,
-      name: String(argv["leader-elect-resource-name"]),
+      name,
       namespace: String(argv["leader-elect-resource-namespace"]),
     };
   };

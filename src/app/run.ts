@@ -19,6 +19,7 @@ import { servingCert } from "../runtime/serving-cert.js";
 import { WorkqueueMetrics } from "../runtime/workqueue/index.js";
 import { WriteGate } from "../runtime/write-gate.js";
 import { ShadowMode } from "../shadow/shadow-mode.js";
+import type { TestSeams } from "../persistentvolume/crash-seam.js";
 
 /**
  * `kvc run`: serving, leader election, then the enabled controllers on shared informers. Losing the
@@ -31,7 +32,14 @@ import { ShadowMode } from "../shadow/shadow-mode.js";
  */
 export async function run(
   config: RunConfig,
-  { logDestination }: { logDestination?: NodeJS.WritableStream | undefined } = {},
+  {
+    logDestination,
+    seams,
+  }: {
+    logDestination?: NodeJS.WritableStream | undefined;
+    /** Tests only (test/support/kvc-seams.ts); the CLI never passes them. */
+    seams?: TestSeams | undefined;
+  } = {},
 ): Promise<void> {
   const log = createLogger({
     verbosity: config.verbosity,
@@ -79,7 +87,7 @@ export async function run(
   const informers = new InformerFactory({
     kubeConfig,
     apis: clients,
-    beforeWatch: () => clients.limiter.wait(),
+    beforeWatch: (signal) => clients.limiter.wait(signal),
     logger: log.child({ logger: "informers" }),
   });
   shadow?.observe(informers); // shadow mode
@@ -87,10 +95,14 @@ export async function run(
   // Lease loss and a leader's failed controllers end run() at once, whatever else is in flight.
   const fatal = Promise.withResolvers<never>();
   fatal.promise.catch(() => {}); // raced below; after a graceful stop nothing rejects it any more
-  const manager = new ControllerManager(config, { clients, informers, log, registry, writeGate }, (err) => {
-    log.error({ err }, "controllers failed");
-    fatal.reject(new ExitError(`controllers failed: ${errorMessage(err)}`, 1, { cause: err }));
-  });
+  const manager = new ControllerManager(
+    config,
+    { clients, informers, log, registry, writeGate, seams },
+    (err) => {
+      log.error({ err }, "controllers failed");
+      fatal.reject(new ExitError(`controllers failed: ${errorMessage(err)}`, 1, { cause: err }));
+    },
+  );
   const leading =
     le &&
     writeGate &&
@@ -197,6 +209,7 @@ class ControllerManager {
       log: Logger;
       registry: Registry;
       writeGate: WriteGate | undefined;
+      seams: TestSeams | undefined;
     },
     private readonly onFailed: (err: unknown) => void,
   ) {
@@ -209,6 +222,7 @@ class ControllerManager {
       registry: deps.registry,
       workqueueMetrics: new WorkqueueMetrics(deps.registry),
       writeGate: deps.writeGate,
+      seams: deps.seams,
     });
     for (const name of unavailable) {
       this.#log.warn({ controller: name }, "controller is not part of this build yet; not started");
@@ -262,7 +276,7 @@ async function serveSecurely(
   const server = await serve({
     bindAddress: config.bindAddress,
     port: config.securePort,
-    ...(await secureServing(config, log)),
+    ...(await secureServing(config, log, o.registry)),
     logger: log,
     registry: o.registry,
     ...(o.routes && { routes: o.routes }),
@@ -316,9 +330,9 @@ async function serveSecurely(
  * The certificate and the delegated authenticator and authorizer of --secure-port, as KCM builds
  * them from its SecureServing, Authentication and Authorization options. Their clients allow 200
  * queries per second (burst 400) as upstream's, apart from the controllers' limit, and are not fenced:
- * reviews are not writes to the cluster.
+ * reviews are not writes to the cluster. Their requests count in the rest_client metrics, as in KCM.
  */
-async function secureServing(config: RunConfig, log: Logger) {
+async function secureServing(config: RunConfig, log: Logger, registry: Registry) {
   const cert = await servingCert({
     bindAddress: config.bindAddress,
     certDir: config.certDir,
@@ -335,7 +349,7 @@ async function secureServing(config: RunConfig, log: Logger) {
       return undefined;
     }
     // Upstream's Delegating{Authentication,Authorization}Options.ClientTimeout: 10 s.
-    return new ApiClients(kc, { qps: 200, burst: 400, requestTimeoutMs: 10_000 });
+    return new ApiClients(kc, { qps: 200, burst: 400, requestTimeoutMs: 10_000, registry });
   };
   const authn = delegated(
     config.authentication.kubeconfig,

@@ -15,13 +15,23 @@ const BIND_WRITES = [
 ] as const;
 
 /**
- * A test seam for crash-safety tests only (KVC_TEST_PAUSE_AFTER_BIND_WRITE=1..4): after the first
+ * Seams for tests, which pass them to run() programmatically (test/support/kvc-seams.ts); the CLI
+ * never sets them, and nothing in a pod's environment or command line can (an environment variable
+ * read by the production binary would let any pod spec hang its binder).
+ */
+export interface TestSeams {
+  /** Crash-safety tests: see pauseAfterBindWrite. */
+  pauseAfterBindWrite?: number;
+}
+
+/**
+ * A test seam for crash-safety tests only (TestSeams.pauseAfterBindWrite = 1..4): after the first
  * bind write of that number succeeds, the binder logs it and never returns from the call, so a test
  * can SIGKILL the process at exactly that point and check that the next start completes the bind.
  */
 export function pauseAfterBindWrite(api: BinderApi, write: number, log: LogSink): BinderApi {
   const step = BIND_WRITES[write - 1];
-  if (!step) throw new Error(`KVC_TEST_PAUSE_AFTER_BIND_WRITE must be 1-4, got ${write}`);
+  if (!step) throw new Error(`pauseAfterBindWrite must be 1-4, got ${write}`);
   const { method, isBindWrite } = step;
   const pausing = async (obj: never) => {
     const result = await (api[method] as (o: never) => Promise<unknown>).call(api, obj);

@@ -23,7 +23,7 @@ export function apiStatus(err: unknown): ApiStatus | undefined {
   return undefined;
 }
 
-function parseStatus(body: unknown): { reason?: string; message?: string } {
+function parseStatus(body: unknown): { reason?: string; message?: string; retryAfterSeconds?: number } {
   if (typeof body === "string") {
     try {
       return parseStatus(JSON.parse(body));
@@ -32,13 +32,73 @@ function parseStatus(body: unknown): { reason?: string; message?: string } {
     }
   }
   if (body && typeof body === "object") {
-    const { reason, message } = body as Record<string, unknown>;
+    const { reason, message, details } = body as Record<string, unknown>;
+    const retryAfterSeconds =
+      details && typeof details === "object"
+        ? (details as Record<string, unknown>).retryAfterSeconds
+        : undefined;
     return {
       ...(typeof reason === "string" && { reason }),
       ...(typeof message === "string" && { message }),
+      ...(typeof retryAfterSeconds === "number" && { retryAfterSeconds }),
     };
   }
   return {};
+}
+
+/** apimachinery's knownReasons: a 500 or 504 with any other reason is judged by its code. */
+const KNOWN_REASONS = new Set([
+  "Unauthorized",
+  "Forbidden",
+  "NotFound",
+  "AlreadyExists",
+  "Conflict",
+  "Gone",
+  "Invalid",
+  "ServerTimeout",
+  "StoreReadError",
+  "Timeout",
+  "TooManyRequests",
+  "BadRequest",
+  "MethodNotAllowed",
+  "NotAcceptable",
+  "RequestEntityTooLarge",
+  "UnsupportedMediaType",
+  "InternalError",
+  "Expired",
+  "ServiceUnavailable",
+]);
+
+/** apierrors.IsInternalError: reason InternalError, or a 500 of no known reason. */
+export function isInternalError(err: unknown): boolean {
+  const s = apiStatus(err);
+  return s?.reason === "InternalError" || (s?.code === 500 && !KNOWN_REASONS.has(s.reason));
+}
+
+/** apierrors.IsTimeout: reason Timeout, or a 504 of no known reason. */
+export function isTimeout(err: unknown): boolean {
+  const s = apiStatus(err);
+  return s?.reason === "Timeout" || (s?.code === 504 && !KNOWN_REASONS.has(s.reason));
+}
+
+/** apierrors.IsTooManyRequests: reason TooManyRequests or code 429. */
+export function isTooManyRequests(err: unknown): boolean {
+  const s = apiStatus(err);
+  return s?.reason === "TooManyRequests" || s?.code === 429;
+}
+
+/**
+ * apierrors.SuggestsClientDelay: the server asks to be asked again later, by a Status with
+ * retryAfterSeconds (or reason ServerTimeout with details), or by a Retry-After header (which
+ * client-go puts into the error's details).
+ */
+export function suggestsClientDelay(err: unknown): boolean {
+  if (!(err instanceof ApiException)) return false;
+  const body = parseStatus(err.body);
+  if (body.retryAfterSeconds !== undefined && (body.reason === "ServerTimeout" || body.retryAfterSeconds > 0))
+    return true;
+  const header = err.headers["retry-after"];
+  return header !== undefined && Number(header) > 0;
 }
 
 export function isNotFound(err: unknown): boolean {

@@ -22,7 +22,7 @@ import { existsSync } from "node:fs";
 import { delimiter } from "node:path";
 import { Counter, Histogram, type Registry } from "prom-client";
 import { request as undiciRequest } from "undici";
-import { deadline, realClock, sleep, type Clock } from "./clock.js";
+import { deadline, deadlineOf, realClock, sleep, type Clock } from "./clock.js";
 import type { WriteGate } from "./write-gate.js";
 import { TokenBucket } from "./workqueue/rate-limiter.js";
 
@@ -111,6 +111,13 @@ export function delegatedKubeConfig(
 const SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
 /**
+ * The longest a request waits for the client-side limiter, whatever its own deadline: the debt of the
+ * token bucket has this floor (qps × 60 s), so requests without a deadline cannot queue up without
+ * bound. The kube-apiserver's own --request-timeout, and kvc's --kube-api-request-timeout default.
+ */
+export const MAX_LIMITER_WAIT_MS = 60_000;
+
+/**
  * client-go's client-side limiter: a token bucket of `qps` refills and `burst` capacity that every
  * request waits on. As client-go: qps 0 means the default 5; a negative qps disables limiting.
  */
@@ -126,11 +133,37 @@ export class ClientRateLimiter {
     this.#bucket = rate > 0 ? new TokenBucket(rate, burst, clock) : undefined;
   }
 
-  /** Waits for this request's token; resolves at once while tokens remain. */
-  async wait(): Promise<void> {
-    const delay = this.#bucket?.reserve() ?? 0;
-    if (delay > 0) await sleep(this.clock, delay);
+  /**
+   * Waits for this request's token; resolves at once while tokens remain. As client-go's
+   * limiter.Wait(ctx): rejects when `signal` aborts, and at once, taking no token, when the wait would
+   * outlast the signal's deadline (see deadlineOf) or MAX_LIMITER_WAIT_MS; an abandoned wait gives
+   * its token back.
+   */
+  async wait(signal?: AbortSignal): Promise<void> {
+    if (!this.#bucket) return;
+    signal?.throwIfAborted();
+    const left = (deadlineOf(signal) ?? Infinity) - this.clock.now();
+    const reservation = this.#bucket.reserveWithin(Math.min(left, MAX_LIMITER_WAIT_MS));
+    if (!reservation) {
+      throw new RateLimiterError(
+        left < MAX_LIMITER_WAIT_MS
+          ? `client rate limiter: waiting for a token would exceed the request's deadline (${Math.max(0, Math.round(left))} ms left)`
+          : `client rate limiter: waiting for a token would take longer than ${MAX_LIMITER_WAIT_MS / 1000} s`,
+      );
+    }
+    if (reservation.delayMs === 0) return;
+    try {
+      await sleep(this.clock, reservation.delayMs, signal);
+    } catch (err) {
+      reservation.cancel();
+      throw err;
+    }
   }
+}
+
+/** A request refused by the client-side limiter, never sent (Go's "rate: Wait(n=1) would exceed context deadline"). */
+export class RateLimiterError extends Error {
+  override name = "RateLimiterError";
 }
 
 export interface ApiClientOptions {
@@ -218,7 +251,13 @@ export class ApiClients {
             new SelfDecodingBody(Promise.resolve(json)),
           );
         }
-        await limiter.wait();
+        // As client-go: the caller's deadline bounds the wait; the client's own timeout starts after it.
+        const throttled = metrics?.limiter.startTimer({ verb: method, host });
+        try {
+          await limiter.wait(request.getSignal());
+        } finally {
+          throttled?.();
+        }
         // After the limiter's wait, which may be long: the gate judges the moment of sending.
         const fence = writeGate && !READ_METHODS.has(method) ? await writeGate.admit() : undefined;
         if (fence && writeGate) fenceAtSend(request, writeGate);
@@ -416,32 +455,47 @@ function fencedHandler(handler: DispatchHandler, gate: WriteGate): DispatchHandl
   };
 }
 
+/** client-go's rest_client metrics, registered once per registry (clients sharing one share them). */
 function restClientMetrics(registry: Registry) {
-  const existing = registry.getSingleMetric("rest_client_requests_total");
-  if (existing) {
-    return {
-      requests: existing as Counter<"code" | "method" | "host">,
-      duration: registry.getSingleMetric("rest_client_request_duration_seconds") as Histogram<
-        "verb" | "host"
-      >,
-    };
-  }
+  const shared = <T>(name: string, create: () => T): T => (registry.getSingleMetric(name) as T) ?? create();
   return {
-    requests: new Counter({
-      name: "rest_client_requests_total",
-      help: "Number of HTTP requests, partitioned by status code, method, and host.",
-      labelNames: ["code", "method", "host"] as const,
-      registers: [registry],
-    }),
-    duration: new Histogram({
-      name: "rest_client_request_duration_seconds",
-      help: "Request latency in seconds. Broken down by verb and host.",
-      labelNames: ["verb", "host"] as const,
-      buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
-      registers: [registry],
-    }),
+    requests: shared(
+      "rest_client_requests_total",
+      () =>
+        new Counter({
+          name: "rest_client_requests_total",
+          help: "Number of HTTP requests, partitioned by status code, method, and host.",
+          labelNames: ["code", "method", "host"] as const,
+          registers: [registry],
+        }),
+    ),
+    duration: shared(
+      "rest_client_request_duration_seconds",
+      () =>
+        new Histogram({
+          name: "rest_client_request_duration_seconds",
+          help: "Request latency in seconds. Broken down by verb and host.",
+          labelNames: ["verb", "host"] as const,
+          buckets: REST_CLIENT_BUCKETS,
+          registers: [registry],
+        }),
+    ),
+    limiter: shared(
+      "rest_client_rate_limiter_duration_seconds",
+      () =>
+        new Histogram({
+          name: "rest_client_rate_limiter_duration_seconds",
+          help: "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+          labelNames: ["verb", "host"] as const,
+          buckets: REST_CLIENT_BUCKETS,
+          registers: [registry],
+        }),
+    ),
   };
 }
+
+/** client-go's buckets for its request and rate limiter latencies. */
+const REST_CLIENT_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
 
 /** Per-call options that abort the HTTP request with `signal` (client-node takes only Observable middleware there). */
 export function abortableRequest(signal: AbortSignal): ConfigurationOptions {

@@ -41,9 +41,13 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
   });
 }
 
+/** When each signal made by deadline() aborts by itself, on its clock. */
+const deadlines = new WeakMap<AbortSignal, number>();
+
 /**
  * A signal that aborts with `reason()` once `ms` have passed on `clock`, or when `parent` aborts;
- * cancel() stops the timer (call it when the guarded work ends).
+ * cancel() stops the timer (call it when the guarded work ends). Unlike AbortSignal.timeout() it
+ * tells when it will abort (deadlineOf), as a Go context tells its Deadline().
  */
 export function deadline(
   clock: Clock,
@@ -55,7 +59,14 @@ export function deadline(
   const cancel = clock.setTimer(() => {
     timeout.abort(reason());
   }, ms);
-  return { signal: parent ? AbortSignal.any([parent, timeout.signal]) : timeout.signal, cancel };
+  const signal = parent ? AbortSignal.any([parent, timeout.signal]) : timeout.signal;
+  deadlines.set(signal, Math.min(clock.now() + ms, deadlineOf(parent) ?? Infinity));
+  return { signal, cancel };
+}
+
+/** When `signal` (made by deadline()) aborts by itself, in its clock's ms; undefined: no deadline known. */
+export function deadlineOf(signal: AbortSignal | undefined): number | undefined {
+  return signal && deadlines.get(signal);
 }
 
 /** A clock that moves only when told to: `advance(ms)` fires due timers in time order. */

@@ -2,7 +2,10 @@
 export interface HealthCheck {
   name: string;
   check(): void | Promise<void>;
-  /** Show the failure's message instead of withholding it: for reasons an operator must see (a misconfiguration) that reveal nothing sensitive. */
+  /**
+   * Show the failure's message to authenticated clients instead of withholding it: for reasons an
+   * operator must see (a misconfiguration). Anonymous clients never see a reason, as upstream's.
+   */
   showReason?: boolean;
 }
 
@@ -12,8 +15,14 @@ export interface HealthReport {
   lines: string[];
 }
 
-/** Runs every check; as the apiserver's /healthz, failing reasons are not exposed (unless showReason), only names. */
-export async function runChecks(checks: readonly HealthCheck[]): Promise<HealthReport> {
+/**
+ * Runs every check; as the apiserver's /healthz, failing reasons are not exposed, only names (but a
+ * showReason check's to an `authenticated` client).
+ */
+export async function runChecks(
+  checks: readonly HealthCheck[],
+  { authenticated }: { authenticated: boolean },
+): Promise<HealthReport> {
   const lines: string[] = [];
   let healthy = true;
   for (const c of checks) {
@@ -22,7 +31,7 @@ export async function runChecks(checks: readonly HealthCheck[]): Promise<HealthR
       lines.push(`[+]${c.name} ok`);
     } catch (err) {
       healthy = false;
-      const reason = c.showReason && err instanceof Error ? err.message : "reason withheld";
+      const reason = c.showReason && authenticated && err instanceof Error ? err.message : "reason withheld";
       lines.push(`[-]${c.name} failed: ${reason}`);
     }
   }

@@ -28,9 +28,42 @@ export interface ServingOptions {
   logger: LogSink;
   /** How often certificate files are checked for a change (upstream's dynamic serving certificate polls every minute). */
   certReloadMs?: number;
+  /** The connection limits; tests shorten them. */
+  limits?: Partial<ServingLimits>;
 }
 
 const CERT_RELOAD_MS = 60_000;
+
+export interface ServingLimits {
+  /** Connections open at once; more are closed as they arrive. */
+  maxConnections: number;
+  /** From a connection's accept to the end of its TLS handshake. */
+  handshakeTimeoutMs: number;
+  /** From a request's start to the end of its headers. */
+  headersTimeoutMs: number;
+  /** From a request's start to the end of its body. */
+  requestTimeoutMs: number;
+  /** How often Node looks for requests past those timeouts. */
+  checkIntervalMs: number;
+}
+
+/**
+ * What one client may hold, as near the kube-apiserver's secure serving (k8s.io/apiserver
+ * SecureServingInfo.Serve) as Node allows. Upstream's http.Server has ReadHeaderTimeout 32 s ("just
+ * shy of requestTimeoutUpperBound"), which Go also takes as the TLS handshake's deadline; the
+ * apiserver's --request-timeout is 60 s. Node's defaults (a 120 s handshake, 60 s headers, 300 s
+ * request, checked every 30 s, unlimited connections) let a client hold a connection four times as
+ * long. Upstream has no connection limit (a goroutine is cheap); a Node TLS socket is not, so kvc
+ * closes connections beyond 1,024, far above what scrapers and probes use. Keep-alive stays at Node's
+ * 5 s (upstream's IdleTimeout is 90 s): an idle connection is the cheapest to give back.
+ */
+export const SERVING_LIMITS: ServingLimits = {
+  maxConnections: 1024,
+  handshakeTimeoutMs: 32_000,
+  headersTimeoutMs: 32_000,
+  requestTimeoutMs: 60_000,
+  checkIntervalMs: 1_000,
+};
 
 /**
  * Serves /metrics, /healthz, /livez and /readyz over HTTPS as kube-controller-manager does on
@@ -41,8 +74,17 @@ const CERT_RELOAD_MS = 60_000;
 export async function serve(
   opts: ServingOptions,
 ): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+  const limits = { ...SERVING_LIMITS, ...opts.limits };
   const server = createServer(
-    { cert: opts.cert.cert, key: opts.cert.key, ...(opts.minVersion && { minVersion: opts.minVersion }) },
+    {
+      cert: opts.cert.cert,
+      key: opts.cert.key,
+      ...(opts.minVersion && { minVersion: opts.minVersion }),
+      handshakeTimeout: limits.handshakeTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+    },
     (req, res) => {
       handle(opts, req, res).catch((err: unknown) => {
         opts.logger.error({ err, method: req.method, path: req.url }, "serving a request failed");
@@ -50,6 +92,7 @@ export async function serve(
       });
     },
   );
+  server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port, opts.bindAddress, resolve);
@@ -148,7 +191,9 @@ async function handle(opts: ServingOptions, req: IncomingMessage, res: ServerRes
     return;
   }
   const health = async (checks: readonly HealthCheck[], name: string) => {
-    const { healthy, lines } = await runChecks(checks);
+    // The lease error names the ServiceAccount and namespace: not for anonymous probes.
+    const authenticated = !user.groups.includes("system:unauthenticated");
+    const { healthy, lines } = await runChecks(checks, { authenticated });
     const verbose = url.searchParams.has("verbose") || !healthy;
     const tail = healthy ? `${name} check passed\n` : `${name} check failed\n`;
     respond(res, healthy ? 200 : 500, verbose ? `${lines.join("\n")}\n${tail}` : "ok");

@@ -322,13 +322,16 @@ describe("leader fencing on the real control plane", () => {
       "--leader-elect-resource-name=kube-volume-controller",
       ...FAST_ELECTION,
     ]);
+    // An authenticated client (here the ServiceAccount's own token) is told why; an anonymous one is not.
     const forbidden = await waitFor(
       async () => {
-        const r = await probe(kvc.url("/readyz?verbose"));
+        const r = await kvc.get("/readyz?verbose");
         return r.status === 500 && r.body.includes("[-]leader-election-lease failed") ? r.body : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 100, what: "/readyz to fail on the Lease" },
     );
+    const anonymous = await probe(kvc.url("/readyz?verbose"));
+    assert.match(anonymous.body, /^\[-\]leader-election-lease failed: reason withheld$/m, anonymous.body);
     assert.match(
       forbidden,
       /\[-\]leader-election-lease failed: lease default\/kube-volume-controller: error retrieving lease lock: leases\.coordination\.k8s\.io "kube-volume-controller" is forbidden: User "system:serviceaccount:kube-volume-controller:kube-volume-controller" cannot get resource "leases"/,
@@ -394,7 +397,7 @@ describe("leader fencing on the real control plane", () => {
         });
       await timedOut(leader, 3000);
       await timedOut(plain, 1000);
-      const body = (await probe(leader.url("/readyz?verbose"))).body;
+      const body = (await leader.get("/readyz?verbose")).body;
       assert.match(body, /\[-\]leader-election-lease failed: .*no answer within 3000 ms/, body);
 
       // The path comes back (for new connections): both retry, and get there.

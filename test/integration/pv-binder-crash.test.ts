@@ -48,9 +48,7 @@ for (const [i, write] of WRITES.entries()) {
       });
     }
 
-    const first = await startKvc(cp.kubeconfigPath, BINDER_FLAGS, {
-      KVC_TEST_PAUSE_AFTER_BIND_WRITE: String(n),
-    });
+    const first = await startKvc(cp.kubeconfigPath, BINDER_FLAGS, {}, { seams: { pauseAfterBindWrite: n } });
     await waitFor(() => first.logs().includes("test seam: paused after bind write"), {
       timeoutMs: 60_000,
       what: `the binder to pause after write ${n}`,
@@ -93,3 +91,42 @@ for (const [i, write] of WRITES.entries()) {
     }
   });
 }
+
+test("the production binary has no test seam: KVC_TEST_PAUSE_AFTER_BIND_WRITE in its environment changes nothing", async () => {
+  await core.createPersistentVolume({
+    body: {
+      metadata: { name: "seamless-pv" },
+      spec: {
+        capacity: { storage: "1Gi" },
+        accessModes: ["ReadWriteOnce"],
+        storageClassName: "seamless",
+        hostPath: { path: "/tmp/kvc-it/seamless" },
+      },
+    },
+  });
+  await core.createNamespacedPersistentVolumeClaim({
+    namespace: "default",
+    body: {
+      metadata: { name: "seamless" },
+      spec: {
+        accessModes: ["ReadWriteOnce"],
+        storageClassName: "seamless",
+        resources: { requests: { storage: "1Gi" } },
+      },
+    },
+  });
+  // What the crash test once set: a pod spec could set it too, and hang the binder after a write.
+  const kvc = await startKvc(cp.kubeconfigPath, BINDER_FLAGS, { KVC_TEST_PAUSE_AFTER_BIND_WRITE: "1" });
+  try {
+    await waitFor(
+      async () =>
+        (await core.readNamespacedPersistentVolumeClaim({ namespace: "default", name: "seamless" })).status
+          ?.phase === "Bound",
+      { timeoutMs: 60_000, what: "the claim to be Bound (all four bind writes)" },
+    );
+    assert.doesNotMatch(kvc.logs(), /test seam/);
+  } finally {
+    kvc.child.kill("SIGKILL"); // a paused binder would never finish a graceful stop
+    await kvc.exited;
+  }
+});

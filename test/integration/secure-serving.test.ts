@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { connect } from "node:tls";
 import { after, before, describe, test } from "node:test";
 import {
@@ -135,6 +136,69 @@ describe("secure serving as KCM's: HTTPS, delegated authentication and authoriza
       assert.equal(healthz.status, 200, `after ${target}: ${kvc.logs().slice(-2000)}`);
     }
     assert.equal(kvc.child.exitCode, null, kvc.logs());
+  });
+
+  test("5,000 junk tokens at once: bounded connections and memory, no review waits past its 10 s deadline, then an authorised /metrics GET answers within 1 s", async (t) => {
+    const rss = () =>
+      Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${kvc.child.pid}/status`, "utf8"))?.[1]) / 1024;
+    const rssBefore = rss();
+    // Far beyond the 200 reviews a second kvc's review client allows (burst 400): unbounded waits
+    // would hold the last for (5,000 - 400) / 200 = 23 s. Connections over serve()'s limit are closed.
+    const junk = await Promise.all(
+      Array.from({ length: 5_000 }, async (_, i) => {
+        const sent = performance.now();
+        const status = await probe(kvc.url("/metrics"), { token: `junk-${i}`, timeoutMs: 60_000 }).then(
+          (r) => r.status,
+          () => 0, // the connection was closed unanswered
+        );
+        return { status, ms: performance.now() - sent };
+      }),
+    );
+    const answered = junk.filter((j) => j.status !== 0);
+    const grown = rss() - rssBefore;
+    const slowest = Math.max(...junk.map((j) => j.ms));
+    t.diagnostic(
+      `${answered.length} answered (${new Set(answered.map((j) => j.status)).size} distinct codes), ` +
+        `${junk.length - answered.length} connections closed, slowest ${Math.round(slowest)} ms ` +
+        `(answered ${Math.round(Math.max(...answered.map((j) => j.ms)))} ms); ` +
+        `kvc RSS ${rssBefore.toFixed(0)} MiB + ${grown.toFixed(0)} MiB`,
+    );
+    // Without a connection limit all 5,000 were held at once: RSS grew by 333 MiB (about 100 with it).
+    assert.ok(grown < 200, `kvc's RSS grew by ${grown.toFixed(0)} MiB`);
+    assert.ok(
+      answered.every((j) => j.status === 401),
+      `junk tokens are only ever 401: ${[...new Set(answered.map((j) => j.status))].join(", ")}`,
+    );
+    assert.ok(answered.length > 0);
+    // The limiter's own account (client-go's histogram): no review waited past its 10 s deadline,
+    // whatever the load on the machine added around it.
+    const metrics = (await kvc.get("/metrics")).body;
+    const count = (le: string) =>
+      [
+        ...metrics.matchAll(
+          new RegExp(
+            `^rest_client_rate_limiter_duration_seconds_bucket\\{le="${le.replace("+", "\\+")}",verb="POST"[^}]*\\} (\\d+)$`,
+            "gm",
+          ),
+        ),
+      ].reduce((sum, m) => sum + Number(m[1]), 0);
+    t.diagnostic(
+      `limiter waits: ${count("1")} within 1 s, ${count("8")} within 8 s, ${count("15")} within 15 s, ${count("+Inf")} in all`,
+    );
+    assert.ok(count("+Inf") >= answered.length, "every review waited on the limiter");
+    assert.equal(count("15"), count("+Inf"), "a review waited on the limiter for more than 15 s");
+    // A token not seen before, so its TokenReview goes through the same limiter.
+    const fresh = await core.createNamespacedServiceAccountToken({
+      namespace: "default",
+      name: "reader",
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
+    const sent = performance.now();
+    const scrape = await kvc.get("/metrics", fresh.status?.token);
+    const ms = performance.now() - sent;
+    assert.equal(scrape.status, 200, scrape.body);
+    assert.ok(ms < 1_000, `the authorised scrape took ${Math.round(ms)} ms`);
+    assert.equal(kvc.child.exitCode, null, kvc.logs().slice(-2_000));
   });
 
   test("serves only TLS: plain HTTP on the port gets no HTTP answer", async () => {

@@ -6,10 +6,12 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { probe } from "../../src/controlplane/https-probe.js";
 import { freePort } from "../../src/controlplane/ports.js";
 import { abortedWhen, waitFor } from "../../src/util/wait.js";
+import type { TestSeams } from "../../src/persistentvolume/crash-seam.js";
 import { imageEntrypoint } from "./image.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const cli = join(root, "src/app/cli.ts");
+const withSeams = join(root, "test/support/kvc-seams.ts");
 
 export interface StartKvcOptions {
   /**
@@ -17,6 +19,8 @@ export interface StartKvcOptions {
    * ENTRYPOINT does, instead of the sources through tsx.
    */
   compiled?: boolean;
+  /** Start it through test/support/kvc-seams.ts with these test seams (sources only). */
+  seams?: TestSeams;
 }
 
 export interface KvcProcess {
@@ -55,7 +59,9 @@ export async function startKvc(
   const [, ...image] = imageEntrypoint();
   const script = opts.compiled
     ? [...image.slice(0, -1), join(root, image.at(-1) ?? "")]
-    : ["--import", "tsx", cli];
+    : opts.seams
+      ? ["--import", "tsx", withSeams, JSON.stringify(opts.seams)]
+      : ["--import", "tsx", cli];
   const child = spawn(
     process.execPath,
     [

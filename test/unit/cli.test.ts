@@ -82,6 +82,14 @@ test("a bad value is one line naming the flag, exit code 2", () => {
       ["--leader-elect-renew-deadline=20s"],
       /^kvc: --leader-elect-lease-duration must exceed --leader-elect-renew-deadline/,
     ],
+    [
+      ["--leader-elect-resource-name=kube-controller-manager"],
+      /^kvc: --leader-elect-resource-name: "kube-controller-manager" is kube-controller-manager's own Lease/,
+    ],
+    [
+      ["--leader-elect-resource-name=kube-controller-manager", "--leader-elect-resource-namespace=kvc"],
+      /^kvc: --leader-elect-resource-name: "kube-controller-manager" is kube-controller-manager's own Lease/,
+    ],
     [["--logging-format=xml"], /^kvc: Invalid values:/],
     [
       ["--pv-recycler-pod-template-filepath-hostpath=/nonexistent.yaml"],

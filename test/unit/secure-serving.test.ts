@@ -6,6 +6,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
+import { once } from "node:events";
+import { connect as netConnect, type Socket } from "node:net";
 import { connect } from "node:tls";
 import { Registry } from "prom-client";
 import type { V1SubjectAccessReview, V1TokenReview } from "@kubernetes/client-node";
@@ -374,5 +376,149 @@ test("serve reloads rotated certificate files from the next connection on; a mis
   } finally {
     await served.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+describe("serve: connection limits near the kube-apiserver's", () => {
+  const start = async (limits?: Parameters<typeof serve>[0]["limits"]) =>
+    serve({
+      bindAddress: "127.0.0.1",
+      port: 0,
+      cert: await servingCert({ bindAddress: "127.0.0.1", certDir: "", certFile: "", keyFile: "" }),
+      authenticator: new DelegatingAuthenticator(undefined, { cacheTtlMs: 0 }),
+      authorizer: new DelegatingAuthorizer(undefined, {
+        alwaysAllowPaths: ["/healthz"],
+        allowCacheTtlMs: 0,
+        denyCacheTtlMs: 0,
+      }),
+      registry: new Registry(),
+      healthz: [],
+      readyz: [],
+      logger: silentLogger,
+      ...(limits && { limits }),
+    });
+  /** Resolves when the server closes `socket`, rejects after `ms`. */
+  const closedWithin = (socket: Socket, ms: number) =>
+    waitFor(() => socket.destroyed || socket.closed, {
+      timeoutMs: ms,
+      what: "the server to close the connection",
+    });
+
+  test("by default: 1,024 connections, 32 s for headers (upstream's ReadHeaderTimeout), 60 s for a request", async () => {
+    const served = await start();
+    try {
+      assert.equal(served.server.maxConnections, 1024);
+      assert.equal(served.server.headersTimeout, 32_000);
+      assert.equal(served.server.requestTimeout, 60_000);
+    } finally {
+      await served.close();
+    }
+  });
+
+  test("a connection that never starts its TLS handshake is closed after the handshake timeout", async () => {
+    const served = await start({ handshakeTimeoutMs: 300 });
+    const socket = netConnect(served.port, "127.0.0.1");
+    socket.on("error", () => {});
+    try {
+      await closedWithin(socket, 5_000);
+    } finally {
+      socket.destroy();
+      await served.close();
+    }
+  });
+
+  test("a request whose headers never end is answered 408 and closed after the headers timeout", async () => {
+    const served = await start({ headersTimeoutMs: 300, requestTimeoutMs: 600, checkIntervalMs: 50 });
+    const socket = connect({ host: "127.0.0.1", port: served.port, rejectUnauthorized: false });
+    socket.on("error", () => {});
+    let answer = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => (answer += chunk));
+    try {
+      await once(socket, "secureConnect");
+      socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ");
+      await closedWithin(socket, 5_000);
+      assert.match(answer, /^HTTP\/1.1 408 /);
+    } finally {
+      socket.destroy();
+      await served.close();
+    }
+  });
+
+  test("connections beyond maxConnections are closed as they arrive; the held ones still work", async () => {
+    const served = await start({ maxConnections: 2 });
+    const open = () => {
+      const socket = connect({ host: "127.0.0.1", port: served.port, rejectUnauthorized: false });
+      socket.on("error", () => {});
+      return socket;
+    };
+    const held = [open(), open()];
+    try {
+      await Promise.all(held.map((s) => once(s, "secureConnect")));
+      const extra = open();
+      await closedWithin(extra, 5_000);
+      held[0]?.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+      const [reply] = (await once(held[0]!, "data")) as [Buffer];
+      assert.match(reply.toString(), /^HTTP\/1.1 200 /);
+    } finally {
+      for (const s of held) s.destroy();
+      await served.close();
+    }
+  });
+});
+
+test("/readyz?verbose: a failing check's reason only to authenticated clients; anonymous ones see it withheld, as upstream", async () => {
+  const served = await serve({
+    bindAddress: "127.0.0.1",
+    port: 0,
+    cert: await servingCert({ bindAddress: "127.0.0.1", certDir: "", certFile: "", keyFile: "" }),
+    authenticator: new DelegatingAuthenticator(
+      {
+        createTokenReview: ({ body }: { body: V1TokenReview }) =>
+          Promise.resolve({
+            spec: body.spec,
+            status:
+              body.spec.token === "operator"
+                ? { authenticated: true, user: { username: "operator", groups: [] } }
+                : { authenticated: false },
+          }),
+      },
+      { cacheTtlMs: 0 },
+    ),
+    authorizer: new DelegatingAuthorizer(undefined, {
+      alwaysAllowPaths: ["/readyz"],
+      allowCacheTtlMs: 0,
+      denyCacheTtlMs: 0,
+    }),
+    registry: new Registry(),
+    healthz: [],
+    readyz: [
+      {
+        name: "leader-election-lease",
+        showReason: true,
+        check: () => {
+          throw new Error('leases "kvc" is forbidden: User "system:serviceaccount:ns:sa"');
+        },
+      },
+      {
+        name: "other",
+        check: () => {
+          throw new Error("internal detail");
+        },
+      },
+    ],
+    logger: silentLogger,
+  });
+  try {
+    const url = `https://127.0.0.1:${served.port}/readyz?verbose`;
+    const anonymous = await probe(url);
+    assert.equal(anonymous.status, 500);
+    assert.match(anonymous.body, /^\[-\]leader-election-lease failed: reason withheld$/m);
+    assert.doesNotMatch(anonymous.body, /forbidden|serviceaccount/);
+    const operator = await probe(url, { token: "operator" });
+    assert.match(operator.body, /^\[-\]leader-election-lease failed: leases "kvc" is forbidden/m);
+    assert.match(operator.body, /^\[-\]other failed: reason withheld$/m);
+  } finally {
+    await served.close();
   }
 });

@@ -80,6 +80,24 @@ test("token bucket: reservations never exceed burst + qps * window, and keep the
   );
 });
 
+test("token bucket: a refused reservation takes nothing; a cancelled one gives back only what no later one counts on", () => {
+  const clock = new FakeClock();
+  const bucket = new TokenBucket(1, 1, clock);
+  assert.equal(bucket.reserveWithin(0)?.delayMs, 0);
+  assert.equal(bucket.reserveWithin(999), undefined, "a 1 s wait does not fit 999 ms");
+  const a = bucket.reserveWithin(1_000);
+  const b = bucket.reserveWithin(Infinity);
+  assert.deepEqual([a?.delayMs, b?.delayMs], [1_000, 2_000]);
+  a?.cancel(); // b, reserved after a, keeps its place: a's token is not handed back
+  b?.cancel(); // the last one: its token comes back
+  assert.equal(bucket.reserve(), 2_000);
+  clock.advance(3_000);
+  const late = bucket.reserveWithin(Infinity);
+  assert.equal(late?.delayMs, 0);
+  late?.cancel(); // nothing to give back once it acted
+  assert.equal(bucket.reserve(), 1_000);
+});
+
 test("token bucket: tryAccept takes only available tokens, which refill at qps", () => {
   fc.assert(
     fc.property(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1, max: 50 }), (qps, burst) => {

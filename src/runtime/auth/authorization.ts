@@ -1,10 +1,11 @@
 import type { AuthorizationV1Api, V1SubjectAccessReviewSpec } from "@kubernetes/client-node";
 import { abortableRequest } from "../client.js";
-import type { Clock } from "../clock.js";
+import { deadline, realClock, type Clock } from "../clock.js";
 import type { UserInfo } from "./authentication.js";
 import { ReviewCache } from "./review-cache.js";
+import { withWebhookBackoff } from "./webhook-retry.js";
 
-/** Upstream's timeout for one SubjectAccessReview of the delegating authorizer. */
+/** Upstream's timeout for one SubjectAccessReview request of the delegating authorizer (ClientTimeout), each attempt. */
 const REVIEW_TIMEOUT_MS = 10_000;
 
 /** Groups allowed everything without asking the apiserver (upstream's AlwaysAllowGroups default). */
@@ -40,6 +41,7 @@ export interface DelegatingAuthorizerOptions {
   denyCacheTtlMs: number;
   clock?: Clock;
   max?: number;
+  random?: () => number;
 }
 
 /**
@@ -47,12 +49,15 @@ export interface DelegatingAuthorizerOptions {
  * non-resource requests: system:masters and the always-allowed paths are allowed at once; anything
  * else is a SubjectAccessReview, allowed and denied decisions cached for their own TTLs. Without a
  * SubjectAccessReview client (no --authorization-kubeconfig and not in a cluster) everything else is
- * forbidden, as upstream. A review that fails is an error (500), not a decision.
+ * forbidden, as upstream. A review is retried as upstream's webhook; one that still fails is an
+ * error (500), not a decision.
  */
 export class DelegatingAuthorizer {
   readonly #api: Pick<AuthorizationV1Api, "createSubjectAccessReview"> | undefined;
   readonly #alwaysAllowed: (path: string) => boolean;
   readonly #cache: ReviewCache<Decision>;
+  readonly #clock: Clock;
+  readonly #random: (() => number) | undefined;
 
   constructor(
     api: Pick<AuthorizationV1Api, "createSubjectAccessReview"> | undefined,
@@ -60,6 +65,8 @@ export class DelegatingAuthorizer {
   ) {
     this.#api = api;
     this.#alwaysAllowed = alwaysAllowPaths(opts.alwaysAllowPaths);
+    this.#clock = opts.clock ?? realClock;
+    this.#random = opts.random;
     this.#cache = new ReviewCache<Decision>({
       ttlMs: (d) => (d.allowed ? opts.allowCacheTtlMs : opts.denyCacheTtlMs),
       clock: opts.clock,
@@ -81,9 +88,23 @@ export class DelegatingAuthorizer {
       ...(user.extra !== undefined && { extra: user.extra }),
     };
     return this.#cache.get(JSON.stringify(spec), async () => {
-      const res = await api.createSubjectAccessReview(
-        { body: { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec } },
-        abortableRequest(AbortSignal.timeout(REVIEW_TIMEOUT_MS)),
+      const res = await withWebhookBackoff(
+        async () => {
+          const timeout = deadline(
+            this.#clock,
+            REVIEW_TIMEOUT_MS,
+            () => new Error(`SubjectAccessReview: no answer within ${REVIEW_TIMEOUT_MS} ms`),
+          );
+          try {
+            return await api.createSubjectAccessReview(
+              { body: { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec } },
+              abortableRequest(timeout.signal),
+            );
+          } finally {
+            timeout.cancel();
+          }
+        },
+        { clock: this.#clock, ...(this.#random && { random: this.#random }) },
       );
       return { allowed: res.status?.allowed === true, reason: res.status?.reason ?? "" };
     });

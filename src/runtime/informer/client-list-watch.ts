@@ -12,7 +12,7 @@ export interface ClientListWatchOptions {
    */
   watchInactivityTimeoutMs: number;
   /** Waited on before each watch request, as client-go's rate limiter gates watches too. */
-  beforeWatch?: () => Promise<void>;
+  beforeWatch?: (signal: AbortSignal) => Promise<void>;
 }
 
 /**
@@ -52,7 +52,7 @@ export function clientListWatch<T extends KubernetesObject>(
     },
 
     async watch(watchOpts, onEvent, signal) {
-      await opts.beforeWatch?.();
+      await opts.beforeWatch?.(signal);
       return new Promise((resolve, reject) => {
         let controller: AbortController | undefined;
         const stop = () => controller?.abort();

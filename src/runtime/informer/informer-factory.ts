@@ -23,7 +23,7 @@ export interface InformerFactoryOptions {
   /** Requests for LIST calls (default: unlimited ones from kubeConfig); pass ApiClients to share its limiter. */
   apis?: Pick<ApiClients, "requestJson">;
   /** Waited on before each WATCH request (e.g. the client limiter's wait). */
-  beforeWatch?: () => Promise<void>;
+  beforeWatch?: (signal: AbortSignal) => Promise<void>;
   clock?: Clock;
   logger?: LogSink;
   /** Default resync period of every handler; 0 (the default) for none. */
@@ -52,7 +52,7 @@ interface Runnable {
 export class InformerFactory {
   readonly #kc: KubeConfig;
   readonly #apis: Pick<ApiClients, "requestJson">;
-  readonly #beforeWatch: (() => Promise<void>) | undefined;
+  readonly #beforeWatch: ((signal: AbortSignal) => Promise<void>) | undefined;
   readonly #clock: Clock;
   readonly #log: LogSink;
   readonly #resyncPeriodMs: number;

@@ -34,6 +34,17 @@ export class ItemExponentialFailureRateLimiter implements RateLimiter {
   }
 }
 
+/** A token taken ahead of time (x/time/rate's Reservation). */
+export interface Reservation {
+  /** Milliseconds until the token is really available; 0: now. */
+  readonly delayMs: number;
+  /**
+   * The wait was abandoned: gives the token back, less what reservations made after this one already
+   * counted on (x/time/rate's Reservation.Cancel). Nothing to give back once the delay has passed.
+   */
+  cancel(): void;
+}
+
 /**
  * A token bucket like golang.org/x/time/rate.Limiter: `qps` tokens a second, at most `burst` saved,
  * starting full. Shared by the workqueue's global limiter and the API client's QPS/burst limiter.
@@ -42,6 +53,8 @@ export class TokenBucket {
   readonly #clock: Clock;
   #tokens: number;
   #last: number;
+  /** When the latest reservation acts (x/time/rate's lastEvent). */
+  #lastEvent = -Infinity;
 
   constructor(
     readonly qps: number,
@@ -62,9 +75,28 @@ export class TokenBucket {
    * behind it.
    */
   reserve(): number {
+    return (this.reserveWithin(Infinity) as Reservation).delayMs;
+  }
+
+  /**
+   * As reserve(), but only when the token is available within `maxWaitMs`; otherwise takes nothing
+   * and returns undefined, so refused waits leave no debt (x/time/rate's ReserveN with maxFutureReserve,
+   * which Wait(ctx) uses with the context's deadline).
+   */
+  reserveWithin(maxWaitMs: number): Reservation | undefined {
     this.#refill();
-    this.#tokens -= 1;
-    return this.#tokens >= 0 ? 0 : (-this.#tokens * 1000) / this.qps;
+    const tokens = this.#tokens - 1;
+    const delayMs = tokens >= 0 ? 0 : (-tokens * 1000) / this.qps;
+    if (delayMs > maxWaitMs) return undefined;
+    this.#tokens = tokens;
+    const actAt = this.#last + delayMs;
+    this.#lastEvent = actAt;
+    return {
+      delayMs,
+      cancel: () => {
+        this.#cancel(actAt);
+      },
+    };
   }
 
   /** Takes a token only if one is available now; like Allow(). */
@@ -73,6 +105,20 @@ export class TokenBucket {
     if (this.#tokens < 1) return false;
     this.#tokens -= 1;
     return true;
+  }
+
+  #cancel(actAt: number): void {
+    const now = this.#clock.now();
+    if (actAt <= now) return;
+    // Tokens reserved after this one keep their place: they are not handed back.
+    const restore = 1 - ((this.#lastEvent - actAt) * this.qps) / 1000;
+    if (restore <= 0) return;
+    this.#refill();
+    this.#tokens = Math.min(this.burst, this.#tokens + restore);
+    if (actAt === this.#lastEvent) {
+      const previous = actAt - 1000 / this.qps;
+      if (previous >= now) this.#lastEvent = previous;
+    }
   }
 
   #refill(): void {
