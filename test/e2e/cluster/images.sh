@@ -361,15 +361,23 @@ build() {
 }
 
 import() {
-  local address="" name list
+  local address
   [[ ${1:-} == --address && -n ${2:-} ]] || die "usage: images.sh import --address <containerd.sock> [NAME...]"
   address=$2
   shift 2
   build "$@"
+  import_into "$address" "$@"
+}
+
+# import_into SOCK [NAME...]: imports the built archives (unpacked for containerd's default snapshotter).
+import_into() {
+  local address=$1 name list start
+  shift
   list=$(names "$@")
   for name in $list; do
-    log "importing $name"
-    ctr --address "$address" -n k8s.io images import "$cache/$name.tar" >/dev/null
+    start=$SECONDS
+    ctr --address "$address" -n k8s.io images import "$cache/$name.tar" >/dev/null || die "ctr images import of $name failed"
+    log "imported $name in $(mmss $((SECONDS - start)))"
   done
 }
 
@@ -377,7 +385,7 @@ import() {
 # temporary directory) and runs each once with a command that prints its version or help; then stops
 # that containerd, its shims and its mounts, and removes the directory.
 verify() {
-  local d name ref cmd out failed=0 pid list
+  local d name ref cmd out failed=0 pid list have
   build "$@"
   list=$(names "$@")
   d=$(mktemp -d /tmp/kvc-e2e-images-verify.XXXXXX)
@@ -403,15 +411,17 @@ EOF
     }
     sleep 0.2
   done
+  import_into "$d/sock" "$@"
+  have=$(ctr --address "$d/sock" -n k8s.io images ls -q)
   for name in $list; do
-    ctr --address "$d/sock" -n k8s.io images import "$cache/$name.tar" >/dev/null
     for ref in $(refs "$name"); do
-      ctr --address "$d/sock" -n k8s.io images ls -q | grep -qxF "$ref" || {
+      grep -qxF "$ref" <<<"$have" || {
         log "FAIL $name: $ref is not in containerd after the import"
         failed=1
       }
     done
-    ref=$(refs "$name" | head -1)
+    ref=$(refs "$name")
+    ref=${ref%%$'\n'*}
     case $name in
     pause) cmd=(/pause -v) ;;
     busybox) cmd=(sh -c 'busybox | head -1; ls /bin | wc -l') ;;
@@ -419,10 +429,12 @@ EOF
     nginx) cmd=(nginx -v) ;;
     glibc-dns-testing) cmd=(sh -c 'dig -v 2>&1; ldd --version | head -1') ;;
     hostpathplugin) cmd=(sh -c '/hostpathplugin --version; findmnt --version; mount --version; blkid --version; mkfs.ext4 -V; mkfs.xfs -V') ;;
+    livenessprobe) cmd=(/livenessprobe --help) ;; # it has no --version
     *) cmd=("/$name" --version) ;;
     esac
     if out=$(timeout 60 ctr --address "$d/sock" -n k8s.io run --rm "$ref" "verify-$name" "${cmd[@]}" 2>&1); then
-      log "ok $name ($ref): $(tr '\n' ' ' <<<"$out")"
+      out=$(tr '\n' ' ' <<<"$out")
+      log "ok $name ($ref): ${out:0:300}"
     else
       log "FAIL $name ($ref): $out"
       failed=1
@@ -434,6 +446,7 @@ EOF
 
 verify_cleanup() {
   local d=$1 pid=$2 shim
+  set +e # clean up all, whatever fails
   # The shims this containerd started (each writes its pid into its task's bundle in the state).
   cat "$d"/state/io.containerd.runtime.v2.task/*/*/shim.pid 2>/dev/null | while read -r shim; do
     kill -9 "$shim" 2>/dev/null || true
