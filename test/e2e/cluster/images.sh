@@ -27,11 +27,11 @@
 # (containerd for `ctr`, used by import and verify). CONTAINERS_CONF defaults to test/image/containers.conf.
 #
 # For the cluster scripts: the VolumeSnapshot CRDs that snapshot-controller needs are in the
-# external-snapshotter archive at external-snapshotter-<tag>/client/config/crd/ (and its RBAC and
-# Deployment at deploy/kubernetes/snapshot-controller/).
+# external-snapshotter archive at external-snapshotter-<tag>/client/config/crd/, its RBAC and
+# Deployment at deploy/kubernetes/snapshot-controller/ (that Deployment names snapshot-controller:v8.5.0
+# in the v8.6.0 archive: use the reference `images.sh list snapshot-controller` prints).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-script=$PWD/test/e2e/cluster/images.sh
 here=test/e2e/cluster/images
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/test/image/containers.conf}
 export PATH=/usr/local/go/bin:$PATH GOTOOLCHAIN=local GOFLAGS=
@@ -271,7 +271,7 @@ image() {
   rm -rf "$ctx"
   mkdir -p "$ctx"
   cp "$here/$name/Containerfile" "$ctx/"
-  # The inputs besides the Containerfile and this script, into $inputs; the build context into $ctx.
+  # The inputs besides the Containerfile and the recipe, into $inputs; the build context into $ctx.
   case $name in
   pause)
     pause_binary
@@ -303,7 +303,8 @@ image() {
     cp "$cache/bin/$name" "$ctx/"
     ;;
   esac
-  stamp=$({ cat "$script" "$here/$name/Containerfile"; echo "$inputs"; printf '%s\n' "${refs_[@]}"; } | hash)
+  # The functions that assemble an image, not the whole script: editing verify rebuilds nothing.
+  stamp=$({ declare -f image busybox_rootfs; cat "$here/$name/Containerfile"; echo "$inputs"; printf '%s\n' "${refs_[@]}"; } | hash)
   if [[ -s $tar && $(cat "$tar.stamp" 2>/dev/null) == "$stamp" ]]; then
     rm -rf "$ctx"
     return
@@ -440,18 +441,56 @@ EOF
       failed=1
     fi
   done
+  if [[ $'\n'$list$'\n' == *$'\n'hostpathplugin$'\n'* && $'\n'$list$'\n' == *$'\n'livenessprobe$'\n'* ]]; then
+    csi_pair "$d" || failed=1
+  fi
   ctr --address "$d/sock" -n k8s.io images ls >&2
   ((failed == 0)) || die "verify failed"
 }
 
-verify_cleanup() {
-  local d=$1 pid=$2 shim
-  set +e # clean up all, whatever fails
-  # The shims this containerd started (each writes its pid into its task's bundle in the state).
-  cat "$d"/state/io.containerd.runtime.v2.task/*/*/shim.pid 2>/dev/null | while read -r shim; do
-    kill -9 "$shim" 2>/dev/null || true
+# csi_pair DIR: the driver and a sidecar together, as in a pod: hostpathplugin serves CSI on a socket
+# in a shared directory, and livenessprobe's /healthz answers 200 only when the driver's Probe call
+# over that socket succeeds.
+csi_pair() {
+  local d=$1 driver probe port deadline c
+  driver=$(refs hostpathplugin)
+  probe=$(refs livenessprobe)
+  port=$((20000 + RANDOM % 20000))
+  mkdir -p "$d/csi"
+  local run=(ctr --address "$d/sock" -n k8s.io run -d --net-host --mount "type=bind,src=$d/csi,dst=/csi,options=rbind:rw")
+  "${run[@]}" --log-uri "file://$d/driver.log" "$driver" verify-csi-driver \
+    /hostpathplugin --endpoint=unix:///csi/csi.sock --nodeid=verify --drivername=hostpath.csi.k8s.io --v=5 >/dev/null
+  "${run[@]}" --log-uri "file://$d/probe.log" "$probe" verify-csi-probe \
+    /livenessprobe --csi-address=/csi/csi.sock "--http-endpoint=127.0.0.1:$port" >/dev/null
+  deadline=$((SECONDS + 30))
+  until [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz") == 200 ]]; do
+    if ((SECONDS >= deadline)); then
+      log "FAIL hostpathplugin + livenessprobe: no 200 from /healthz in 30s; the driver's log, then the probe's:"
+      tail -20 "$d/driver.log" "$d/probe.log" >&2
+      return 1
+    fi
+    sleep 0.5
   done
-  if kill "$pid" 2>/dev/null; then wait "$pid" 2>/dev/null || true; fi
+  log "ok hostpathplugin + livenessprobe: /healthz is 200 (the driver answered Probe on its socket)"
+  for c in verify-csi-probe verify-csi-driver; do
+    ctr --address "$d/sock" -n k8s.io task rm -f "$c" >/dev/null
+    ctr --address "$d/sock" -n k8s.io containers rm "$c"
+  done
+}
+
+verify_cleanup() {
+  local d=$1 pid=$2 p
+  set +e # clean up all, whatever fails
+  # The containers a failed check left running (ctr task ls: TASK PID STATUS), then their shims (each
+  # writes its pid into its task's bundle in the state directory), then containerd. Only pids > 1:
+  # a stopped task's 0 would be `kill -9 0`, this whole process group.
+  {
+    ctr --address "$d/sock" -n k8s.io task ls 2>/dev/null | awk 'NR > 1 { print $2 }'
+    cat "$d"/state/io.containerd.runtime.v2.task/*/*/shim.pid 2>/dev/null
+  } | while read -r p; do
+    [[ $p =~ ^[0-9]+$ ]] && ((p > 1)) && kill -9 "$p" 2>/dev/null
+  done
+  kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
   remove "$d"
 }
 
