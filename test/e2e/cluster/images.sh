@@ -218,7 +218,7 @@ debian_base() {
     log "debootstrap $suite (minbase) ..."
     debootstrap --variant=minbase "$suite" "$dir" http://deb.debian.org/debian >"$(workdir)/debootstrap.log" 2>&1 ||
       {
-        tail -20 "$(workdir)/debootstrap.log" >&2
+        tail -n 20 "$(workdir)/debootstrap.log" >&2
         die "debootstrap failed"
       }
     rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
@@ -237,7 +237,7 @@ debian_base() {
     ln "$rootfs" "$dir/rootfs.tar" 2>/dev/null || cp "$rootfs" "$dir/rootfs.tar"
     podman build --isolation=chroot --pull=never --label "kvc.stamp=$stamp" -t "$image" "$dir" \
       >"$(workdir)/debian-build.log" 2>&1 || {
-      tail -20 "$(workdir)/debian-build.log" >&2
+      tail -n 20 "$(workdir)/debian-build.log" >&2
       die "podman build of $image failed"
     }
     rm -rf "$dir"
@@ -314,7 +314,7 @@ image() {
   local build=(podman build --isolation=chroot --pull=never -t "$tmp")
   [[ -z $base ]] || build+=(--build-arg "BASE=localhost/kvc-e2e-debian:$suite")
   "${build[@]}" "$ctx" >"$(workdir)/build-$name.log" 2>&1 || {
-    tail -30 "$(workdir)/build-$name.log" >&2
+    tail -n 30 "$(workdir)/build-$name.log" >&2
     die "podman build of $name failed"
   }
   local ref
@@ -382,8 +382,8 @@ import_into() {
   done
 }
 
-# verify [NAME...]: imports the images into a containerd of its own (own root, state and socket in a
-# temporary directory) and runs each once with a command that prints its version or help; then stops
+# verify [NAME...]: imports the images into a containerd of its own (own root, state, socket and runc
+# state in a temporary directory: nothing shared with the cluster's containerd) and runs each once with a command that prints its version or help; then stops
 # that containerd, its shims and its mounts, and removes the directory.
 verify() {
   local d name ref cmd out failed=0 pid list have
@@ -400,7 +400,8 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 [ttrpc]
   address = "$d/ttrpc.sock"
 EOF
-  containerd --config "$d/config.toml" >"$d/containerd.log" 2>&1 &
+  # Not holding the lock (fd 9): the shims it starts would inherit it, and outlive a killed run.
+  containerd --config "$d/config.toml" >"$d/containerd.log" 2>&1 9>&- &
   pid=$!
   # shellcheck disable=SC2064 # expand now: $d and $pid are local
   trap "verify_cleanup '$d' $pid; remove '$work'" EXIT
@@ -433,7 +434,7 @@ EOF
     livenessprobe) cmd=(/livenessprobe --help) ;; # it has no --version
     *) cmd=("/$name" --version) ;;
     esac
-    if out=$(timeout 60 ctr --address "$d/sock" -n k8s.io run --rm "$ref" "verify-$name" "${cmd[@]}" 2>&1); then
+    if out=$(timeout 60 ctr --address "$d/sock" -n k8s.io run --runc-root "$d/runc" --rm "$ref" "verify-$name" "${cmd[@]}" 2>&1); then
       out=$(tr '\n' ' ' <<<"$out")
       log "ok $name ($ref): ${out:0:300}"
     else
@@ -457,7 +458,7 @@ csi_pair() {
   probe=$(refs livenessprobe)
   port=$((20000 + RANDOM % 20000))
   mkdir -p "$d/csi"
-  local run=(ctr --address "$d/sock" -n k8s.io run -d --net-host --mount "type=bind,src=$d/csi,dst=/csi,options=rbind:rw")
+  local run=(ctr --address "$d/sock" -n k8s.io run --runc-root "$d/runc" -d --net-host --mount "type=bind,src=$d/csi,dst=/csi,options=rbind:rw")
   "${run[@]}" --log-uri "file://$d/driver.log" "$driver" verify-csi-driver \
     /hostpathplugin --endpoint=unix:///csi/csi.sock --nodeid=verify --drivername=hostpath.csi.k8s.io --v=5 >/dev/null
   "${run[@]}" --log-uri "file://$d/probe.log" "$probe" verify-csi-probe \
@@ -466,7 +467,7 @@ csi_pair() {
   until [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz") == 200 ]]; do
     if ((SECONDS >= deadline)); then
       log "FAIL hostpathplugin + livenessprobe: no 200 from /healthz in 30s; the driver's log, then the probe's:"
-      tail -20 "$d/driver.log" "$d/probe.log" >&2
+      tail -n 20 "$d/driver.log" "$d/probe.log" >&2
       return 1
     fi
     sleep 0.5
@@ -479,16 +480,16 @@ csi_pair() {
 }
 
 verify_cleanup() {
-  local d=$1 pid=$2 p
+  local d=$1 pid=$2 p cwd
   set +e # clean up all, whatever fails
-  # The containers a failed check left running (ctr task ls: TASK PID STATUS), then their shims (each
-  # writes its pid into its task's bundle in the state directory), then containerd. Only pids > 1:
-  # a stopped task's 0 would be `kill -9 0`, this whole process group.
-  {
-    ctr --address "$d/sock" -n k8s.io task ls 2>/dev/null | awk 'NR > 1 { print $2 }'
-    cat "$d"/state/io.containerd.runtime.v2.task/*/*/shim.pid 2>/dev/null
-  } | while read -r p; do
-    [[ $p =~ ^[0-9]+$ ]] && ((p > 1)) && kill -9 "$p" 2>/dev/null
+  # The containers a failed check left running (ctr task ls: TASK PID STATUS; only pids > 1: a stopped
+  # task's 0 would be `kill -9 0`, this whole process group), then their shims (the processes whose
+  # working directory is a task's bundle in this containerd's state), then containerd.
+  ctr --address "$d/sock" -n k8s.io task ls 2>/dev/null | awk 'NR > 1 && $2 > 1 { print $2 }' | while read -r p; do
+    kill -9 "$p" 2>/dev/null
+  done
+  for p in /proc/[0-9]*; do
+    cwd=$(readlink "$p/cwd" 2>/dev/null) && [[ $cwd == "$d"/* ]] && kill -9 "${p#/proc/}" 2>/dev/null
   done
   kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
   remove "$d"
