@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries named as arguments (kube-apiserver, kube-controller-manager, etcd;
 # none: those three; the real cluster of test/e2e/cluster also asks for kube-scheduler, kube-proxy,
-# kubelet and kubectl) with upstream's release flags into
+# kubelet and kubectl, and upstream's e2e storage tests for e2e.test, see e2e/) with upstream's release flags into
 # ${KVC_CACHE_DIR:-~/.cache/kube-volume-controller}/k8s/<k8s-version>/ . A binary already there
 # (checked against a stamp of the go.mod/go.sum it was built from, one stamp per binary) is not
 # rebuilt, so a caller asks only for what it needs: `npm start` never waits for kube-controller-manager.
@@ -18,9 +18,9 @@ wanted=("$@")
 [[ ${#wanted[@]} -gt 0 ]] || wanted=(kube-apiserver kube-controller-manager etcd)
 for name in "${wanted[@]}"; do
   case $name in
-  kube-apiserver | kube-controller-manager | etcd | kube-scheduler | kube-proxy | kubelet | kubectl) ;;
+  kube-apiserver | kube-controller-manager | etcd | kube-scheduler | kube-proxy | kubelet | kubectl | e2e.test) ;;
   *)
-    echo "build.sh: unknown binary \"$name\" (want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet or kubectl)" >&2
+    echo "build.sh: unknown binary \"$name\" (want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet, kubectl or e2e.test)" >&2
     exit 2
     ;;
   esac
@@ -33,13 +33,29 @@ mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # go_build NAME DIR PACKAGE FLAGS...: `go build -v` names each package as it compiles it; counted
 # against the packages `go list` finds missing from the Go build cache, that becomes a progress line
 # (packages compiled of total, elapsed, an estimate of what is left) at each tenth and every 15 s.
+# compile NAME PACKAGE FLAGS...: go build -v names each package as it compiles it. A test binary
+# (NAME.test) is linked by go test -c, which names none: its dependencies are compiled first by go
+# build -v (this module's own packages have only tests, and are left to go test).
+compile() {
+  local name=$1 pkg=$2
+  shift 2
+  if [[ $name == *.test ]]; then
+    # shellcheck disable=SC2046 # a list of packages
+    go build -v "$@" $(go list "$@" -test -deps -f '{{if not .Standard}}{{if not .ForTest}}{{.ImportPath}}{{end}}{{end}}' "$pkg" |
+      grep -v "^$(go list -m)") && go test -c "$@" -o "$out/$name.tmp.$$" "$pkg"
+  else
+    go build -v "$@" -o "$out/$name.tmp.$$" "$pkg"
+  fi
+}
+
 go_build() {
   local name=$1 dir=$2 pkg=$3
   shift 3
-  local flags=(-trimpath "$@")
+  local flags=(-trimpath "$@") list=(-deps)
+  [[ $name == *.test ]] && list=(-test -deps)
   echo "building $name: listing its packages (a first build downloads the Go modules) ..." >&2
   local total
-  total=$(cd "$dir" && go list "${flags[@]}" -deps -f '{{if .Stale}}x{{end}}' "$pkg" | grep -c x) || true
+  total=$(cd "$dir" && go list "${flags[@]}" "${list[@]}" -f '{{if .Stale}}x{{end}}' "$pkg" | grep -c x) || true
   if ((total > 1)); then
     echo "building $name: $total packages to compile (a cold build takes many minutes) ..." >&2
   else
@@ -47,7 +63,7 @@ go_build() {
   fi
   local start=$SECONDS last=$SECONDS compiled=0 tenth=0 line elapsed left
   # In an `if`: a failed build must reach the clean-up below, not end the script (set -e).
-  if ! (cd "$dir" && go build -v "${flags[@]}" -o "$out/$name.tmp.$$" "$pkg") 2>&1 | while IFS= read -r line; do
+  if ! (cd "$dir" && compile "$name" "$pkg" "${flags[@]}") 2>&1 | while IFS= read -r line; do
     if [[ ! $line =~ ^[A-Za-z0-9._~/-]+$ ]]; then
       echo "$line" >&2 # an error, a module download: as go prints it
       continue
@@ -92,6 +108,7 @@ echo "building ${missing[*]} ($k8s, etcd $etcd) into $out" >&2
 for name in "${missing[@]}"; do
   case $name in
   etcd) go_build etcd etcd go.etcd.io/etcd/server/v3 -ldflags "-s -w" ;;
+  e2e.test) go_build e2e.test . ./e2e -ldflags "$ldflags" ;;
   *) go_build "$name" . "k8s.io/kubernetes/cmd/$name" -tags selinux,notest -ldflags "$ldflags" ;;
   esac
 done

@@ -111,6 +111,9 @@ test("build.sh passes a failed build's errors on, leaves no binary and fails", (
 test("build.sh refuses a binary it does not know", () => {
   const r = build(["kube-dns"]);
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /unknown binary "kube-dns" \(want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet or kubectl\)/);
+  assert.match(
+    r.stderr,
+    /unknown binary "kube-dns" \(want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet, kubectl or e2e.test\)/,
+  );
   assert.deepEqual(r.built, []);
 });

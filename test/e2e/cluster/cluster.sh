@@ -9,6 +9,7 @@
 #   cluster.sh down                             take it down, and clean what a killed run left
 #   cluster.sh kubeconfig                       print the admin kubeconfig's path (fails when down)
 #   cluster.sh build                            only build the binaries and images (cached)
+#   cluster.sh import NAME...                   import more of images.sh's images into the node
 #
 # --impl=kvc (default): KCM runs with its four volume loops off (the line test/e2e/kind-config.yaml
 # passes) and kvc is deployed; --impl=kcm: KCM runs every loop and kvc is not deployed.
@@ -330,6 +331,7 @@ bring_up() {
   bin=$(binaries_dir)
   mkdir -p "$state/logs" "$state/pids" "$state/pod-logs" "$kubelet_root"
   echo $$ >"$state/supervisor.pid"
+  echo "$impl" >"$state/impl"
   pki
   network
   containerd_config
@@ -439,11 +441,13 @@ supervise() {
 cmd=${1:-}
 shift || true
 impl=kvc detach=${KEEP:-0}
+names=()
 for arg in "$@"; do
   case $arg in
   --impl=kvc | --impl=kcm) impl=${arg#--impl=} ;;
   --detach) detach=1 ;;
-  *) echo "cluster.sh: unknown argument $arg" >&2; exit 2 ;;
+  -*) echo "cluster.sh: unknown argument $arg" >&2; exit 2 ;;
+  *) [ "$cmd" = import ] || { echo "cluster.sh: unknown argument $arg" >&2; exit 2; }; names+=("$arg") ;;
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "cluster.sh: needs root (containerd, kubelet, the bridge)" >&2; exit 1; }
@@ -466,6 +470,10 @@ up)
   fi
   ;;
 build) build_all ;;
+import)
+  [ -f "$state/ready" ] || { echo "cluster.sh: no cluster is up" >&2; exit 1; }
+  "$here/images.sh" import --address "$state/containerd/containerd.sock" "${names[@]}" >&2
+  ;;
 supervise) supervise "$impl" ;;
 down) cleanup ;;
 kubeconfig)
