@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { diff, unexpectedHandoverWrites } from "./compare.js";
+import { diff, poolTies, unexpectedHandoverWrites } from "./compare.js";
 import { explainMismatches, type ExplainResult } from "./explain-check.js";
 import { ConformanceRunner } from "./runner.js";
 import { randomScenario } from "./random-scenario.js";
@@ -65,9 +65,15 @@ describe("kvc decides as kube-controller-manager does", () => {
         [],
         `${scenario.name}: writes across the handover:\n${unexpected.join("\n")}`,
       );
+      // No claim double-bound, every binding pointing both ways: on each side, not only alike.
+      for (const [side, snapshot] of [
+        ["upstream", a],
+        ["kvc", b],
+      ] as const)
+        assert.deepEqual(snapshot.Bindings, [], `${scenario.name}: ${side} broke the binding invariant`);
       // A scenario declared different (see scenarios.ts) is run, not compared.
       if (!scenario.differs) {
-        const differences = diff(a, b);
+        const differences = scenario.competing ? diff(poolTies(a), poolTies(b)) : diff(a, b);
         assert.deepEqual(differences, [], `${scenario.name} differs:\n${differences.join("\n")}`);
       }
       // kvc explain's verdict on every claim and pod created equals what each controller did.
