@@ -115,6 +115,12 @@ export interface Scenario {
    * as pools of equal shape (`poolTies` in compare.ts), and the binding invariant is asserted.
    */
   competing?: string;
+  /**
+   * The test itself writes as a third party (deletes a VolumeAttachment, strips a finalizer): the
+   * shadow beside KCM takes every write it did not make for KCM's, so its agreement is not asked
+   * (its writes, unparsed writes and minimum compared still are). Says why.
+   */
+  thirdParty?: string;
 }
 
 /** What is compared: the scenario's objects, normalised. */

@@ -586,6 +586,7 @@ export const SCENARIOS: Scenario[] = [
     // Every 2 s the reconciler verifies what it believes attached (CSI: reads the VolumeAttachment),
     // finds it gone, marks it detached and, the pod still wanting it, attaches again.
     flags: ["--attach-detach-reconcile-sync-period=2s"],
+    thirdParty: "the test deletes the VolumeAttachment",
     steps: [
       ...readyNodes("n1"),
       { create: csiPair("v1") },
@@ -600,6 +601,7 @@ export const SCENARIOS: Scenario[] = [
     name: "reconciler sync disabled: a VolumeAttachment deleted behind its back stays gone",
     // The same with --disable-attach-detach-reconcile-sync: the node goes on listing the volume.
     flags: ["--attach-detach-reconcile-sync-period=2s", "--disable-attach-detach-reconcile-sync"],
+    thirdParty: "the test deletes the VolumeAttachment",
     steps: [
       ...readyNodes("n1"),
       { create: csiPair("v1") },
@@ -614,6 +616,7 @@ export const SCENARIOS: Scenario[] = [
     // The pod's deletion cannot be resolved to its volume (no claim), so the pod stays desired until
     // the desired-state populator (every minute, a constant on both sides) finds it gone. When in
     // its period the pass falls is set by the process's start: no checkpoint before it.
+    thirdParty: "the test strips the claim's finalizer",
     steps: [
       ...readyNodes("n1"),
       { create: csiPair("v1") },
@@ -626,6 +629,7 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: "populator: a deleted pod whose PV is gone is detached by the populator's pass",
+    thirdParty: "the test strips the PV's finalizer",
     steps: [
       ...readyNodes("n1"),
       { create: csiPair("v1") },
