@@ -342,6 +342,31 @@ export const SCENARIOS: Scenario[] = [
     steps: [{ create: [pv("small"), pv("named", { size: "5Gi" }), pvc("c", { volume: "named" })] }],
   },
   {
+    name: "misbound: a claim marked Bound to another claim's volume is Lost",
+    // Hostile input: a claim that says it is bound (annotation and phase) to a volume whose claimRef
+    // names another claim. Both loops mark it Lost with ClaimMisbound; the binding invariant holds.
+    thirdParty: "the test writes the claim's phase",
+    steps: [
+      { create: [pv("a"), pvc("c1")] },
+      {
+        create: [
+          {
+            ...pvc("c2", { volume: "a" }),
+            metadata: { name: "c2", annotations: { "pv.kubernetes.io/bind-completed": "yes" } },
+          },
+        ],
+      },
+      {
+        patch: {
+          kind: "PersistentVolumeClaim",
+          name: "c2",
+          status: true,
+          body: { status: { phase: "Bound" } },
+        },
+      },
+    ],
+  },
+  {
     name: "pre-bound claim to a missing PV stays Pending",
     steps: [{ create: [pvc("c", { volume: "missing" })] }],
   },
