@@ -5,6 +5,7 @@ import {
   PatchStrategy,
   StorageV1Api,
   type KubernetesObject,
+  type V1ObjectReference,
   type V1PersistentVolumeList,
 } from "@kubernetes/client-node";
 import { copyFile, mkdir, rename, writeFile } from "node:fs/promises";
@@ -670,6 +671,11 @@ export class ConformanceRunner {
       this.#core.listPersistentVolume(),
       this.#core.listNamespacedPersistentVolumeClaim({ namespace: run.ns }),
     ]);
+    // Names as they are (a claim may be named like the namespace, c1); UIDs as the object they belong to.
+    const describeRef = (r: V1ObjectReference | undefined) =>
+      r
+        ? `${r.namespace === run.ns ? "NS" : r.namespace}/${r.name} (${run.identities.get(r.uid ?? "") ?? r.uid ?? "no UID"})`
+        : "none";
     const violations: string[] = [];
     const byName = new Map(pvs.items.map((v) => [v.metadata?.name ?? "", v]));
     const claimsOf = new Map<string, string[]>();
@@ -680,7 +686,7 @@ export class ConformanceRunner {
       const r = byName.get(volume)?.spec?.claimRef;
       if (r?.namespace !== run.ns || r.name !== name || r.uid !== c.metadata?.uid)
         violations.push(
-          `claim ${name} is Bound to ${volume || "no volume"}, whose claimRef is ${JSON.stringify(r)}`,
+          `claim ${name} is Bound to ${volume || "no volume"}, whose claimRef is ${describeRef(r)}`,
         );
     }
     for (const [volume, claims] of claimsOf)
@@ -695,8 +701,7 @@ export class ConformanceRunner {
           `volume ${v.metadata?.name} is Bound to claim ${r.name}, which is ${c ? `bound to ${c.spec?.volumeName ?? "none"}` : "gone"}`,
         );
     }
-    const normalise = normaliser(run.ns, run.identities, pvs);
-    return violations.map(normalise).sort();
+    return violations.sort();
   }
 
   /**
