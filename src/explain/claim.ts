@@ -253,6 +253,15 @@ function decide(
   const volumeName = claim.spec?.volumeName ?? "";
   if (annotations[ANN_BIND_COMPLETED] !== undefined) {
     const pv = inputs.volumes.find((v) => v.metadata?.name === volumeName);
+    const ref = pv?.spec?.claimRef;
+    // syncBoundClaim: a volume whose claimRef holds another UID belongs to another claim.
+    if (volumeName && pv && ref && (ref.uid ?? "") !== (claim.metadata?.uid ?? "")) {
+      return conclusion(
+        "Lost",
+        `volume ${volumeName} is bound to another claim (${ref.namespace ?? ""}/${ref.name ?? ""}): the claim is Lost (ClaimMisbound)`,
+        volumeName,
+      );
+    }
     if (volumeName && pv) return conclusion("Bound", `bound to volume ${volumeName}`, volumeName);
     return conclusion(
       "Lost",

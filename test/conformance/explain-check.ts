@@ -78,10 +78,30 @@ export class ExplainCheck {
   predict(created: readonly KubernetesObject[]): void {
     const now = new Date();
     const pods = created.filter((o): o is V1Pod => o.kind === "Pod");
+    const claimContext = this.#claimContext;
+    const claims = claimContext
+      ? created
+          .filter((o): o is V1PersistentVolumeClaim => o.kind === "PersistentVolumeClaim")
+          .map((claim) => ({ claim, explanation: explainClaim({ ...claimContext, claim, now }) }))
+      : [];
+    // Claims created together that explain sends to one volume compete for it: which one the
+    // controller's workers (or informer order) let win, explain cannot tell.
+    const wanted = (e: ClaimExplanation) => (e.conclusion.kind === "Bind" ? e.conclusion.volume : undefined);
+    const contested = new Set(
+      claims
+        .map(({ explanation }) => wanted(explanation))
+        .filter((v, i, all) => v !== undefined && all.indexOf(v) !== i),
+    );
     for (const o of created) {
-      if (o.kind === "PersistentVolumeClaim" && this.#claimContext) {
-        const claim = o as V1PersistentVolumeClaim;
-        this.#expectClaim(claim, explainClaim({ ...this.#claimContext, claim, now }));
+      if (o.kind === "PersistentVolumeClaim") {
+        const { claim, explanation } = claims.find((c) => c.claim === o) ?? {};
+        if (!claim || !explanation) continue;
+        const volume = wanted(explanation);
+        if (volume !== undefined && contested.has(volume))
+          this.#result.undecided.push(
+            `PVC ${claim.metadata?.name ?? ""}: Bind ${volume}: contested by claims created with it`,
+          );
+        else this.#expectClaim(claim, explanation);
       } else if (o.kind === "Pod" && this.#podContext) {
         const pod = o as V1Pod;
         // The pods created together are all there for each: which nodes want a volume.

@@ -5,6 +5,7 @@ import {
   PatchStrategy,
   StorageV1Api,
   type KubernetesObject,
+  type V1ObjectReference,
   type V1PersistentVolumeList,
 } from "@kubernetes/client-node";
 import { copyFile, mkdir, rename, writeFile } from "node:fs/promises";
@@ -72,6 +73,16 @@ export type Step =
   | { provision: { claim: string; pv: object } }
   /** Waits until the compared state stops changing (every step is followed by this anyway). */
   | { settle: true }
+  /**
+   * Takes the settled snapshot as it stands, compared as the final one is (key `Checkpoint <name>`):
+   * what a periodic loop changes later is shown not to have happened before it.
+   */
+  | { checkpoint: string }
+  /**
+   * Waits (deadline `withinMs`) until the object is gone, e.g. a VolumeAttachment that only a
+   * periodic loop removes; at the deadline the scenario carries on and the snapshot shows it there.
+   */
+  | { gone: Ref & { withinMs: number } }
   /** Stops the implementation and starts it again. */
   | { restart: true }
   /**
@@ -99,6 +110,18 @@ export interface Scenario {
    * either side; default none: after a switch nothing is detached, re-bound, re-provisioned or created.
    */
   handoverWrites?: string[];
+  /**
+   * Claims (and volumes) that compete in one step: which claim gets which of equally good volumes is
+   * up to the order the workers take them (upstream: informer order). Claims and PVs are then compared
+   * as pools of equal shape (`poolTies` in compare.ts), and the binding invariant is asserted.
+   */
+  competing?: string;
+  /**
+   * The test itself writes as a third party (deletes a VolumeAttachment, strips a finalizer): the
+   * shadow beside KCM takes every write it did not make for KCM's, so its agreement is not asked
+   * (its writes, unparsed writes and minimum compared still are). Says why.
+   */
+  thirdParty?: string;
 }
 
 /** What is compared: the scenario's objects, normalised. */
@@ -146,6 +169,8 @@ interface Run {
   windows: string[][];
   /** kvc explain's verdicts on the claims and pods created, checked after each settle. */
   explain: ExplainCheck;
+  /** Snapshots taken by `checkpoint` steps, by name. */
+  checkpoints: Snapshot;
 }
 
 export class ConformanceRunner {
@@ -242,6 +267,7 @@ export class ConformanceRunner {
       handover: undefined,
       windows: [],
       explain: new ExplainCheck(this.#cp.kubeconfigPath, ns),
+      checkpoints: {},
     };
     if (scenario.flags) {
       this.#flags = scenario.flags;
@@ -254,14 +280,15 @@ export class ConformanceRunner {
         // Every step starts from a settled state: no outcome depends on which informer event lands first.
         await this.#settle(run);
         await run.explain.verify();
-        if (!("settle" in step || "switchTo" in step)) await this.#closeHandover(run);
+        if (!("settle" in step || "switchTo" in step || "checkpoint" in step)) await this.#closeHandover(run);
         await this.#step(step, run);
         run.dirty = true;
       }
       await this.#settle(run);
       await run.explain.verify();
       await this.#closeHandover(run);
-      const snapshot = await this.#snapshot(run);
+      const snapshot = { ...(await this.#snapshot(run)), ...run.checkpoints };
+      snapshot.Bindings = await this.#bindingViolations(run);
       if (run.windows.length) snapshot.Handover = run.windows;
       snapshot.Explain = run.explain.result();
       return snapshot;
@@ -324,8 +351,10 @@ export class ConformanceRunner {
           mergePatch,
         );
       } else {
+        const target = ref(step.patch, ns);
+        const { metadata, ...rest } = body as KubernetesObject;
         await this.#objects.patch(
-          { ...ref(step.patch, ns), ...body },
+          { ...target, ...rest, metadata: { ...target.metadata, ...metadata } },
           undefined,
           undefined,
           undefined,
@@ -399,6 +428,22 @@ export class ConformanceRunner {
         }),
         "PersistentVolume",
       );
+    } else if ("checkpoint" in step) {
+      run.checkpoints[`Checkpoint ${step.checkpoint}`] = await this.#snapshot(run);
+    } else if ("gone" in step) {
+      const { withinMs, ...target } = step.gone;
+      const obj = ref(target, ns);
+      await waitFor(
+        () =>
+          this.#objects.read(obj as never).then(
+            () => false,
+            (err: unknown) => {
+              if (isNotFound(err)) return true;
+              throw err;
+            },
+          ),
+        { timeoutMs: withinMs, intervalMs: 500, what: `${target.kind} ${target.name} to be gone` },
+      ).catch(() => undefined); // the snapshot shows it still there
     } else if ("restart" in step) {
       await this.#switchTo(this.#running?.impl ?? this.#impl);
     } else if ("switchTo" in step) {
@@ -505,14 +550,17 @@ export class ConformanceRunner {
     ]);
     const normalise = normaliser(run.ns, run.identities, pvs);
     // By UID: cluster-scoped objects' events land in "default", where earlier scenarios' namesakes left theirs.
-    const eventsOf = (uid: string | undefined) =>
-      [
-        ...new Set(
-          events
-            .filter((e: CoreV1Event) => e.involvedObject.uid === uid)
-            .map((e) => `${e.type ?? ""} ${e.reason ?? ""}: ${normalise(e.message ?? "")}`),
-        ),
-      ].sort();
+    // With how often each was posted: once, or repeatedly. A periodic sync (every second here) posts
+    // its event again on each pass, so how many passes fell before the snapshot is timing; an event
+    // that must come once (ProvisioningSucceeded, a recycle) posted twice is a difference.
+    const eventsOf = (uid: string | undefined) => {
+      const counts = new Map<string, number>();
+      for (const e of events.filter((e: CoreV1Event) => e.involvedObject.uid === uid)) {
+        const text = `${e.type ?? ""} ${e.reason ?? ""}: ${normalise(e.message ?? "")}`;
+        counts.set(text, (counts.get(text) ?? 0) + (e.count ?? 1));
+      }
+      return [...counts].map(([text, n]) => `${text} (${n === 1 ? "once" : "repeated"})`).sort();
+    };
     const snapshot: Snapshot = {};
     for (const pv of pvs.items) {
       const claimRef = pv.spec?.claimRef;
@@ -526,6 +574,13 @@ export class ConformanceRunner {
         reclaim: pv.spec?.persistentVolumeReclaimPolicy,
         class: pv.spec?.storageClassName,
         capacity: pv.spec?.capacity?.storage,
+        accessModes: pv.spec?.accessModes,
+        volumeMode: pv.spec?.volumeMode,
+        nodeAffinity: pv.spec?.nodeAffinity,
+        mountOptions: pv.spec?.mountOptions,
+        labels: pv.metadata?.labels,
+        reason: pv.status?.reason,
+        message: pv.status?.message && normalise(pv.status.message),
         annotations: pick(pv.metadata?.annotations),
         finalizers: [...(pv.metadata?.finalizers ?? [])].sort(),
         deleting: pv.metadata?.deletionTimestamp !== undefined,
@@ -537,7 +592,12 @@ export class ConformanceRunner {
         phase: pvc.status?.phase,
         volume: pvc.spec?.volumeName ? normalise(pvc.spec.volumeName) : undefined,
         class: pvc.spec?.storageClassName,
+        request: pvc.spec?.resources?.requests?.storage,
+        requestedModes: pvc.spec?.accessModes,
         capacity: pvc.status?.capacity?.storage,
+        accessModes: pvc.status?.accessModes,
+        allocatedResources: pvc.status?.allocatedResources,
+        allocatedResourceStatuses: pvc.status?.allocatedResourceStatuses,
         conditions: (pvc.status?.conditions ?? [])
           .map((c) => ({
             type: c.type,
@@ -559,6 +619,13 @@ export class ConformanceRunner {
         pv: normalise(va.spec.source.persistentVolumeName ?? ""),
         inlineVolumeSpec: va.spec.source.inlineVolumeSpec,
         attached: va.status?.attached ?? false,
+        attachmentMetadata: va.status?.attachmentMetadata,
+        // Without their times: when an error was seen is timing.
+        attachError: va.status?.attachError?.message && normalise(va.status.attachError.message),
+        detachError: va.status?.detachError?.message && normalise(va.status.detachError.message),
+        labels: va.metadata?.labels,
+        annotations: va.metadata?.annotations,
+        finalizers: [...(va.metadata?.finalizers ?? [])].sort(),
         deleting: va.metadata?.deletionTimestamp !== undefined,
       };
     }
@@ -571,12 +638,70 @@ export class ConformanceRunner {
       snapshot[`Pod ${pod.metadata?.name}`] = { events: eventsOf(pod.metadata?.uid) };
     // Recycler pods: the binder's, in "default", named recycler-for-<pv>.
     for (const pod of recyclers.items) {
+      const spec = pod.spec;
       snapshot[`Pod default/${pod.metadata?.name}`] = {
         phase: pod.status?.phase,
         deleting: pod.metadata?.deletionTimestamp !== undefined,
+        // What the recycler sets (its template and the volume); the apiserver's defaults are the
+        // same on both sides, the service account token volume's name is random.
+        labels: pod.metadata?.labels,
+        restartPolicy: spec?.restartPolicy,
+        activeDeadlineSeconds: spec?.activeDeadlineSeconds,
+        containers: spec?.containers.map((c) => ({
+          name: c.name,
+          image: c.image,
+          command: c.command,
+          args: c.args,
+          volumeMounts: c.volumeMounts?.filter((m) => !m.name.startsWith("kube-api-access-")),
+        })),
+        volumes: spec?.volumes?.filter((v) => !v.name.startsWith("kube-api-access-")),
       };
     }
     return snapshot;
+  }
+
+  /**
+   * The binding invariant, from the API (empty when it holds): a Bound claim's volume exists and its
+   * claimRef names that claim (name and UID); no volume is the volume of two Bound claims; a Bound
+   * volume's claim exists and names it. Checked absolutely, not only against the other side: two
+   * implementations that double-bind alike would otherwise agree.
+   */
+  async #bindingViolations(run: Run): Promise<string[]> {
+    const [pvs, pvcs] = await Promise.all([
+      this.#core.listPersistentVolume(),
+      this.#core.listNamespacedPersistentVolumeClaim({ namespace: run.ns }),
+    ]);
+    // Names as they are (a claim may be named like the namespace, c1); UIDs as the object they belong to.
+    const describeRef = (r: V1ObjectReference | undefined) =>
+      r
+        ? `${r.namespace === run.ns ? "NS" : r.namespace}/${r.name} (${run.identities.get(r.uid ?? "") ?? r.uid ?? "no UID"})`
+        : "none";
+    const violations: string[] = [];
+    const byName = new Map(pvs.items.map((v) => [v.metadata?.name ?? "", v]));
+    const claimsOf = new Map<string, string[]>();
+    for (const c of pvcs.items.filter((c) => c.status?.phase === "Bound")) {
+      const name = c.metadata?.name ?? "";
+      const volume = c.spec?.volumeName ?? "";
+      claimsOf.set(volume, [...(claimsOf.get(volume) ?? []), name]);
+      const r = byName.get(volume)?.spec?.claimRef;
+      if (r?.namespace !== run.ns || r.name !== name || r.uid !== c.metadata?.uid)
+        violations.push(
+          `claim ${name} is Bound to ${volume || "no volume"}, whose claimRef is ${describeRef(r)}`,
+        );
+    }
+    for (const [volume, claims] of claimsOf)
+      if (claims.length > 1) violations.push(`volume ${volume} is bound to ${claims.join(", ")}`);
+    const claimByName = new Map(pvcs.items.map((c) => [c.metadata?.name ?? "", c]));
+    for (const v of pvs.items.filter((v) => v.status?.phase === "Bound")) {
+      const r = v.spec?.claimRef;
+      if (r?.namespace !== run.ns) continue; // another namespace's claim: a scenario's fixture
+      const c = claimByName.get(r.name ?? "");
+      if (c?.metadata?.uid !== r.uid || c?.spec?.volumeName !== v.metadata?.name)
+        violations.push(
+          `volume ${v.metadata?.name} is Bound to claim ${r.name}, which is ${c ? `bound to ${c.spec?.volumeName ?? "none"}` : "gone"}`,
+        );
+    }
+    return violations.sort();
   }
 
   /**
@@ -653,8 +778,11 @@ export class ConformanceRunner {
 
 /**
  * Names as both control planes give them: a provisioned PV (pvc-<claim UID>) as `pvc-for-<claim>`,
- * a UID as the object it belongs to (`identities`), the scenario's namespace as NS, durations as
- * <duration>.
+ * a UID as the object it belongs to (`identities`), the scenario's namespace as NS. Durations are
+ * kept: the messages of the four loops carry none that a timing sets (upstream's events and
+ * conditions state no elapsed time; the ones they do state, such as the recycler's
+ * activeDeadlineSeconds or a FlexVolume call's timeout, come from flags and constants both sides
+ * share), so a duration that differs is a difference.
  */
 export function normaliser(
   ns: string,
@@ -676,8 +804,7 @@ export function normaliser(
         claimName.has(uid) ? `pvc-for-${claimName.get(uid)}` : m,
       )
       .replace(UUID, (uid) => `<${identities.get(uid) ?? "uid"}>`)
-      .replace(new RegExp(`\\b${ns}\\b`, "g"), "NS")
-      .replace(/\b\d+(\.\d+)?(ns|µs|ms|s|m|h)\b/g, "<duration>");
+      .replace(new RegExp(`\\b${ns}\\b`, "g"), "NS");
 }
 
 /** What a handover window watches: everything the loops write, except events. */

@@ -1,4 +1,5 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
+import { createHash } from "node:crypto";
 import type { Scenario, Step } from "./runner.js";
 
 /*
@@ -125,6 +126,14 @@ const csiVolume = (handle: string) => `kubernetes.io/csi/${DRIVER}^${handle}`;
 const csiPair = (handle: string, modes = ["ReadWriteOnce"]) => [
   pv(`pv-${handle}`, { claim: `claim-${handle}`, modes, csi: { driver: DRIVER, handle } }),
   pvc(`claim-${handle}`, { modes, volume: `pv-${handle}` }),
+];
+/** The CSI VolumeAttachment's name, as upstream's csi attacher derives it (csi_attacher.go getAttachmentName). */
+const attachmentName = (handle: string, nodeName: string) =>
+  `csi-${createHash("sha256").update(`${handle}${DRIVER}${nodeName}`).digest("hex")}`;
+/** An object deleted past its protection: deleted, then its finalizers stripped (a deleted object gets none back). */
+const forceDelete = (kind: string, name: string): Step[] => [
+  { delete: { kind, name } },
+  { patch: { kind, name, body: { metadata: { finalizers: null } } } },
 ];
 const readyNodes = (...names: string[]) => [
   { create: names.map(node) },
@@ -331,6 +340,31 @@ export const SCENARIOS: Scenario[] = [
   {
     name: "pre-bound claim takes its named PV, not the smallest",
     steps: [{ create: [pv("small"), pv("named", { size: "5Gi" }), pvc("c", { volume: "named" })] }],
+  },
+  {
+    name: "misbound: a claim marked Bound to another claim's volume is Lost",
+    // Hostile input: a claim that says it is bound (annotation and phase) to a volume whose claimRef
+    // names another claim. Both loops mark it Lost with ClaimMisbound; the binding invariant holds.
+    thirdParty: "the test writes the claim's phase",
+    steps: [
+      { create: [pv("a"), pvc("c1")] },
+      {
+        create: [
+          {
+            ...pvc("c2", { volume: "a" }),
+            metadata: { name: "c2", annotations: { "pv.kubernetes.io/bind-completed": "yes" } },
+          },
+        ],
+      },
+      {
+        patch: {
+          kind: "PersistentVolumeClaim",
+          name: "c2",
+          status: true,
+          body: { status: { phase: "Bound" } },
+        },
+      },
+    ],
   },
   {
     name: "pre-bound claim to a missing PV stays Pending",
@@ -568,6 +602,107 @@ export const SCENARIOS: Scenario[] = [
       { create: [pod("p1", "n1", ["claim-v1"])] },
       { attachAll: true },
       { restart: true },
+    ],
+  },
+  // The attach/detach controller's periodic loops: a scenario waits across their periods instead of
+  // restarting the implementation (which starts both loops afresh).
+  {
+    name: "reconciler sync: a VolumeAttachment deleted behind its back is attached again",
+    // Every 2 s the reconciler verifies what it believes attached (CSI: reads the VolumeAttachment),
+    // finds it gone, marks it detached and, the pod still wanting it, attaches again.
+    flags: ["--attach-detach-reconcile-sync-period=2s"],
+    thirdParty: "the test deletes the VolumeAttachment",
+    steps: [
+      ...readyNodes("n1"),
+      { create: csiPair("v1") },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+      { attachAll: { pvs: ["pv-v1"], node: "n1" } },
+      { checkpoint: "attached" },
+      { delete: { kind: "VolumeAttachment", name: attachmentName("v1", "n1") } },
+      { attachAll: { pvs: ["pv-v1"], node: "n1" } },
+    ],
+  },
+  {
+    name: "reconciler sync disabled: a VolumeAttachment deleted behind its back stays gone",
+    // The same with --disable-attach-detach-reconcile-sync: the node goes on listing the volume.
+    flags: ["--attach-detach-reconcile-sync-period=2s", "--disable-attach-detach-reconcile-sync"],
+    thirdParty: "the test deletes the VolumeAttachment",
+    steps: [
+      ...readyNodes("n1"),
+      { create: csiPair("v1") },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+      { attachAll: { pvs: ["pv-v1"], node: "n1" } },
+      { delete: { kind: "VolumeAttachment", name: attachmentName("v1", "n1") } },
+      { settle: true },
+    ],
+  },
+  {
+    name: "populator: a deleted pod whose claim is gone is detached by the populator's pass",
+    // The pod's deletion cannot be resolved to its volume (no claim), so the pod stays desired until
+    // the desired-state populator (every minute, a constant on both sides) finds it gone. When in
+    // its period the pass falls is set by the process's start: no checkpoint before it.
+    thirdParty: "the test strips the claim's finalizer",
+    steps: [
+      ...readyNodes("n1"),
+      { create: csiPair("v1") },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+      { attachAll: { pvs: ["pv-v1"], node: "n1" } },
+      ...forceDelete("PersistentVolumeClaim", "claim-v1"),
+      { delete: { kind: "Pod", name: "p1" } },
+      { gone: { kind: "VolumeAttachment", name: attachmentName("v1", "n1"), withinMs: 100_000 } },
+    ],
+  },
+  {
+    name: "populator: a deleted pod whose PV is gone is detached by the populator's pass",
+    thirdParty: "the test strips the PV's finalizer",
+    steps: [
+      ...readyNodes("n1"),
+      { create: csiPair("v1") },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+      { attachAll: { pvs: ["pv-v1"], node: "n1" } },
+      ...forceDelete("PersistentVolume", "pv-v1"),
+      { delete: { kind: "Pod", name: "p1" } },
+      { gone: { kind: "VolumeAttachment", name: attachmentName("v1", "n1"), withinMs: 100_000 } },
+    ],
+  },
+  // Competing claims, created in one step, bound by kvc's 8 claim workers (the production default)
+  // and KCM's one: the pools must end alike and no volume may go to two claims.
+  {
+    name: "concurrency: ten claims race for six equal PVs",
+    competing: "ten equal claims for six equal PVs: which six bind is the workers' order",
+    steps: [
+      {
+        create: [
+          ...Array.from({ length: 6 }, (_, i) => pv(`eq${i}`)),
+          ...Array.from({ length: 10 }, (_, i) => pvc(`c${i}`)),
+        ],
+      },
+    ],
+  },
+  {
+    name: "concurrency: claims of three sizes, a class and a pre-bound PV race in one step",
+    competing: "claims of one shape are interchangeable, as are the PVs of one shape",
+    // Each size has as many PVs as claims (the 5Gi one less), so the smallest-fit rule leaves one
+    // outcome per shape in any order: 1Gi claims never spill to 2Gi PVs. The pre-bound PV is taken
+    // by its claim only; the gold claims by gold PVs only; the RWX claim by the RWX PV only.
+    steps: [
+      {
+        create: [
+          sc("gold"),
+          ...[0, 1, 2].map((i) => pv(`s${i}`, { size: "1Gi" })),
+          ...[0, 1, 2].map((i) => pv(`m${i}`, { size: "2Gi" })),
+          ...[0, 1].map((i) => pv(`l${i}`, { size: "5Gi" })),
+          ...[0, 1].map((i) => pv(`g${i}`, { size: "1Gi", cls: "gold" })),
+          pv("rwx", { size: "1Gi", modes: ["ReadWriteOnce", "ReadWriteMany"] }),
+          pv("reserved", { size: "1Gi", claim: "pre" }),
+          ...[0, 1, 2].map((i) => pvc(`small${i}`, { size: "1Gi" })),
+          ...[0, 1, 2].map((i) => pvc(`medium${i}`, { size: "2Gi" })),
+          ...[0, 1, 2].map((i) => pvc(`large${i}`, { size: "5Gi" })),
+          ...[0, 1, 2].map((i) => pvc(`gold${i}`, { size: "1Gi", cls: "gold" })),
+          pvc("shared", { size: "1Gi", modes: ["ReadWriteMany"] }),
+          pvc("pre", { size: "1Gi" }),
+        ],
+      },
     ],
   },
 ];

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1PersistentVolumeList } from "@kubernetes/client-node";
-import { diff, unexpectedHandoverWrites } from "../conformance/compare.js";
+import { diff, poolTies, unexpectedHandoverWrites } from "../conformance/compare.js";
 import { randomScenario } from "../conformance/random-scenario.js";
 import { normaliser, type Step } from "../conformance/runner.js";
 
@@ -79,11 +79,13 @@ describe("normaliser", () => {
   const pvs = { items: [] } as unknown as V1PersistentVolumeList;
   const n = normaliser("c7", identities, pvs);
 
-  test("names provisioned PVs by claim, UIDs by object, the namespace as NS, durations", () => {
+  test("names provisioned PVs by claim, UIDs by object, the namespace as NS; keeps durations", () => {
     assert.equal(
       n(`Successfully provisioned volume pvc-${claimUID} for c7/c (pod ${podUID}) after 1.5s`),
-      "Successfully provisioned volume pvc-for-c for NS/c (pod <Pod p #2>) after <duration>",
+      "Successfully provisioned volume pvc-for-c for NS/c (pod <Pod p #2>) after 1.5s",
     );
+    // Both sides' durations come from shared flags and constants: one that differs is a difference.
+    assert.notEqual(n("activeDeadlineSeconds 60s"), n("activeDeadlineSeconds 90s"));
   });
 
   test("an unknown UID stays distinguishable from a known one", () => {
@@ -113,5 +115,44 @@ describe("comparison", () => {
       }),
       ["kvc: VolumeAttachment va deleted"],
     );
+  });
+});
+
+describe("pools of competing claims", () => {
+  const pv = (claim: string | undefined, capacity = "1Gi") => ({
+    phase: claim ? "Bound" : "Available",
+    claim: claim && `/${claim}`,
+    claimUID: claim && `PersistentVolumeClaim ${claim}`,
+    capacity,
+    class: "",
+    accessModes: ["ReadWriteOnce"],
+  });
+  const pvc = (volume: string | undefined, request = "1Gi") => ({
+    phase: volume ? "Bound" : "Pending",
+    volume,
+    request,
+    class: "",
+    requestedModes: ["ReadWriteOnce"],
+  });
+
+  test("equally good choices compare equal", () => {
+    const kcm = { "PV a": pv("c1"), "PV b": pv(undefined), "PVC c1": pvc("a"), "PVC c2": pvc(undefined) };
+    const kvc = { "PV a": pv(undefined), "PV b": pv("c2"), "PVC c1": pvc(undefined), "PVC c2": pvc("b") };
+    assert.deepEqual(diff(poolTies(kcm), poolTies(kvc)), []);
+    assert.notDeepEqual(diff(kcm, kvc), []);
+  });
+
+  test("a claim bound to a bigger volume than the other side's, or a claimRef UID of another claim, differs", () => {
+    const base = { "PV a": pv("c1"), "PV big": pv(undefined, "5Gi"), "PVC c1": pvc("a") };
+    const bigger = { "PV a": pv(undefined), "PV big": pv("c1", "5Gi"), "PVC c1": pvc("big") };
+    assert.equal(diff(poolTies(base), poolTies(bigger)).length, 3);
+    const wrongUID = { ...base, "PV a": { ...pv("c1"), claimUID: "PersistentVolumeClaim c1 #2" } };
+    assert.equal(diff(poolTies(base), poolTies(wrongUID)).length, 1);
+  });
+
+  test("more claims bound on one side differs", () => {
+    const one = { "PV a": pv("c1"), "PV b": pv(undefined), "PVC c1": pvc("a"), "PVC c2": pvc(undefined) };
+    const two = { "PV a": pv("c1"), "PV b": pv("c2"), "PVC c1": pvc("a"), "PVC c2": pvc("b") };
+    assert.equal(diff(poolTies(one), poolTies(two)).length, 2);
   });
 });

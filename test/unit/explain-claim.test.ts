@@ -345,6 +345,14 @@ describe("explainClaim: the binder's next step", () => {
     const bound = pvc({ volumeName: "v" }, completed);
     assert.equal(explainClaim(inputs(bound, { volumes: [pv("v", "10Gi")] })).conclusion.kind, "Bound");
     assert.equal(explainClaim(inputs(bound)).conclusion.kind, "Lost");
+    // syncBoundClaim: a volume whose claimRef is another claim's (by UID) makes this one Lost
+    // (ClaimMisbound); one whose claimRef is this claim's, or none, is bound (again).
+    const claimRef = (uid: string) => ({ claimRef: { namespace: "ns", name: "other", uid } });
+    const misbound = explainClaim(inputs(bound, { volumes: [pv("v", "10Gi", claimRef("uid-2"))] }));
+    assert.equal(misbound.conclusion.kind, "Lost");
+    assert.match(misbound.conclusion.message, /bound to another claim/);
+    const own = { claimRef: { namespace: "ns", name: "data", uid: "uid-1" } };
+    assert.equal(explainClaim(inputs(bound, { volumes: [pv("v", "10Gi", own)] })).conclusion.kind, "Bound");
     const requested = pvc({ volumeName: "v" });
     assert.equal(explainClaim(inputs(requested)).conclusion.kind, "WaitForRequestedVolume");
     assert.equal(
