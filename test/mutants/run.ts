@@ -94,6 +94,20 @@ function gitApply(dir: string, patch: string, reverse: boolean, check = false): 
   return r.status === 0 ? undefined : (r.stderr || r.stdout).trim() || `git apply exited ${r.status}`;
 }
 
+/** A mutant plants a bug in the controller, never in the tests that should catch it. */
+function outsideSrc(patch: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(patch, "utf8");
+  } catch (err) {
+    return `cannot read ${patch}: ${(err as Error).message}`;
+  }
+  const files = [...text.matchAll(/^\+\+\+ b\/(\S+)/gm)].map((m) => m[1] ?? "");
+  if (files.length === 0) return "no file in the patch";
+  const outside = files.filter((f) => !f.startsWith("src/"));
+  return outside.length ? `patches files outside src/: ${outside.join(", ")}` : undefined;
+}
+
 interface TestRun {
   readonly failed: boolean;
   readonly firstFailure: string;
@@ -162,7 +176,7 @@ async function main(): Promise<number> {
     for (const mutant of chosen) {
       const patch = join(HERE, `${mutant.name}.patch`);
       const t = process.hrtime.bigint();
-      const applyError = gitApply(dir, patch, false);
+      const applyError = outsideSrc(patch) ?? gitApply(dir, patch, false);
       if (applyError !== undefined) {
         outcomes.push({
           mutant,
