@@ -7,6 +7,7 @@
  *   npm run mutants                 every mutant
  *   npm run mutants -- NAME...      only these
  *   npm run mutants -- --list       names, catching files and descriptions
+ *   npm run mutants -- --markdown   also prints the results as docs/reliability.md's table
  *
  * Exit 1 when a mutant survives, a patch no longer applies, or a named test file fails unpatched
  * (then "caught" would prove nothing).
@@ -84,8 +85,8 @@ function scratchCopy(): string {
 }
 
 /** `git apply` in a directory that is no repository: a plain patch(1) with git's strictness. */
-function gitApply(dir: string, patch: string, reverse: boolean, check = false): string | undefined {
-  const args = ["apply", ...(reverse ? ["-R"] : []), ...(check ? ["--check"] : []), patch];
+function gitApply(dir: string, patch: string, reverse: boolean): string | undefined {
+  const args = ["apply", ...(reverse ? ["-R"] : []), patch];
   const r = spawnSync("git", args, {
     cwd: dir,
     encoding: "utf8",
@@ -141,10 +142,30 @@ function seconds(since: bigint): number {
   return Number(process.hrtime.bigint() - since) / 1e9;
 }
 
+/** docs/reliability.md's table of mutants. */
+function markdownTable(outcomes: readonly Outcome[]): string {
+  const cell = (text: string) => text.replaceAll("|", "\\|");
+  const rows = outcomes.map(
+    ({ mutant, verdict, seconds, detail }) =>
+      `| ${mutant.name} | ${cell(mutant.description)} | ${mutant.tests.map((t) => `\`${t}\``).join(", ")} | ${cell(detail)} | ${verdict} | ${seconds.toFixed(1)} s |`,
+  );
+  return [
+    "| mutant | what it breaks | test file | first failing test | verdict | time |",
+    "| --- | --- | --- | --- | --- | --- |",
+    ...rows,
+  ].join("\n");
+}
+
 async function main(): Promise<number> {
-  const args = process.argv.slice(2);
+  const options = process.argv.slice(2).filter((a) => a.startsWith("--"));
+  const args = process.argv.slice(2).filter((a) => !a.startsWith("--"));
+  const badOption = options.find((o) => o !== "--list" && o !== "--markdown");
+  if (badOption) {
+    console.error(`unknown option ${badOption} (--list, --markdown)`);
+    return 2;
+  }
   const all = loadManifest();
-  if (args.includes("--list")) {
+  if (options.includes("--list")) {
     for (const m of all)
       console.log(`${m.name.padEnd(34)} ${m.area.padEnd(16)} ${m.tests.join(" ")}\n    ${m.description}`);
     return 0;
@@ -208,6 +229,7 @@ async function main(): Promise<number> {
   const caught = outcomes.filter((o) => o.verdict === "caught").length;
   const missed = outcomes.filter((o) => o.verdict === "MISSED").map((o) => o.mutant.name);
   const broken = outcomes.filter((o) => o.verdict === "NO-APPLY").map((o) => o.mutant.name);
+  if (options.includes("--markdown")) console.log(`\n${markdownTable(outcomes)}`);
   console.log(`\n${caught}/${outcomes.length} caught in ${seconds(started).toFixed(1)}s`);
   if (missed.length) console.log(`survived: ${missed.join(", ")}`);
   if (broken.length) console.log(`patch no longer applies: ${broken.join(", ")}`);
