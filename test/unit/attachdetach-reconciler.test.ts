@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1Node } from "@kubernetes/client-node";
+import { DEFAULT_TIMER_CONFIG } from "../../src/attachdetach/attach-detach-controller.js";
 import { ActualStateOfWorld, type AttachState } from "../../src/attachdetach/cache/actual-state-of-world.js";
 import { DesiredStateOfWorld } from "../../src/attachdetach/cache/desired-state-of-world.js";
 import { OperationExecutor } from "../../src/attachdetach/operation-executor.js";
@@ -218,6 +219,8 @@ type Step =
   | { statusFails: boolean }
   /** Run the loop for this much fake time. */
   | { runMs: number }
+  /** Let this much fake time pass without a loop (a long wait in few steps). */
+  | { advanceMs: number }
   | { expect: Expectation };
 
 interface Expectation {
@@ -243,6 +246,7 @@ async function play(h: Harness, steps: readonly Step[]): Promise<void> {
     else if ("setNode" in step) h.nodes.set(step.setNode.metadata?.name ?? "", step.setNode);
     else if ("statusFails" in step) h.status.fail = step.statusFails;
     else if ("runMs" in step) await h.run(step.runMs);
+    else if ("advanceMs" in step) h.clock.advance(step.advanceMs);
     else {
       const e = step.expect;
       if (e.calls) {
@@ -531,6 +535,40 @@ const cases: Case[] = [
     ],
   },
 ];
+
+describe("attach/detach reconciler: the max-wait-for-unmount timer", () => {
+  const mountedOnUnknownNode: Step[] = [
+    { addPod: "pod-uid", on: "node-name" },
+    { runMs: 100 },
+    attachedOnce,
+    { deletePod: "pod-uid", on: "node-name" },
+  ];
+
+  test("the controller's default: a mounted volume on an unknown node is force-detached after 6 minutes", () =>
+    play(harness({ maxWaitForUnmountMs: DEFAULT_TIMER_CONFIG.maxWaitForUnmountMs }), [
+      ...mountedOnUnknownNode,
+      { runMs: LOOP_MS }, // the detach request time is set
+      { advanceMs: 6 * 60_000 - 1000 },
+      { runMs: LOOP_MS },
+      { expect: { calls: { detach: 0 }, forced: { timeout: 0 } } },
+      { advanceMs: 1000 },
+      { runMs: 2 * LOOP_MS },
+      { expect: { calls: { detach: 1 }, forced: { timeout: 1 } } },
+    ]));
+
+  test("a volume wanted again restarts the timer: the next detach waits the whole time again", () =>
+    play(harness(), [
+      ...mountedOnUnknownNode,
+      { runMs: 3 * LOOP_MS },
+      { addPod: "pod-uid", on: "node-name" },
+      { runMs: 3 * LOOP_MS }, // more than MAX_WAIT_MS since the first detach request
+      { deletePod: "pod-uid", on: "node-name" },
+      { runMs: 3 * LOOP_MS },
+      { expect: { calls: { attach: 1, detach: 0 }, forced: { timeout: 0 } } },
+      { runMs: MAX_WAIT_MS },
+      { expect: { calls: { attach: 1, detach: 1 }, forced: { timeout: 1 } } },
+    ]));
+});
 
 describe("attach/detach reconciler (upstream reconciler_test.go)", () => {
   for (const c of cases) {

@@ -265,6 +265,19 @@ describe("explainClaim: the binder's next step", () => {
     assert.ok(r.suggestions.some((s) => s.includes("to use volume small: request at most 1Gi")));
   });
 
+  test("the nearest volume suggested is never one bound to another claim", () => {
+    const taken = {
+      ...pv("taken", "10Gi", { claimRef: { namespace: "ns", name: "other", uid: "uid-2" } }),
+      status: { phase: "Bound" },
+    };
+    const r = explainClaim(inputs(pvc(), { volumes: [taken, pv("small", "1Gi")] }));
+    assert.equal(r.volumes.verdicts[0]?.name, "taken", "the bound volume is the nearest by size");
+    assert.deepEqual(
+      r.suggestions.filter((s) => s.startsWith("to use volume")),
+      ["to use volume small: request at most 1Gi (or resize the volume)"],
+    );
+  });
+
   test("WaitForVolumeAvailable: a fitting volume not yet Available is waited for, not FailedBinding", () => {
     const pending = { ...pv("new", "10Gi"), status: { phase: "Pending" } };
     const r = explainClaim(inputs(pvc(), { volumes: [pv("small", "1Gi"), pending] }));

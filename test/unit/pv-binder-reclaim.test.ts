@@ -537,6 +537,23 @@ const recycleMultisyncTests: BinderTest[] = [
   },
 ];
 
+/** Not an upstream set (upstream covers Retain in TestSync 5-3): the policy alone, beside the other two. */
+const retainTests: BinderTest[] = [
+  {
+    name: "Retain - a volume whose claim is gone stays Released, untouched",
+    initialVolumes: [newVolume("volume-r1", "1Gi", "uid-r1", "claim-r1", "Bound", "Retain", "", BbC)],
+    expectedVolumes: [newVolume("volume-r1", "1Gi", "uid-r1", "claim-r1", "Released", "Retain", "", BbC)],
+    initialClaims: [],
+    expectedClaims: [],
+    expectedEvents: [],
+    test: "syncVolume",
+  },
+];
+
+describe("PV binder: Retain", () => {
+  for (const t of retainTests) test(t.name, () => runSyncTest(t).then(() => undefined));
+});
+
 describe("PV binder: TestDeleteSync (set 8)", () => {
   for (const t of deleteTests) test(t.name, () => runSyncTest(t).then(() => undefined));
 });

@@ -1036,6 +1036,36 @@ describe("PV binder: TestSyncBlockVolume (set 14)", () => {
   for (const t of blockTests) test(t.name, () => runSyncTest(t).then(() => undefined));
 });
 
+describe("PV binder: the binding's writes", () => {
+  test("go in upstream's order: volume claimRef, volume phase, claim volumeName, claim phase", async () => {
+    const written: string[] = [];
+    await runSyncTest({
+      name: "bind order",
+      initialVolumes: [newVolume("volume-o", "10Gi", "", "", "Available", "Retain", "")],
+      expectedVolumes: [newVolume("volume-o", "10Gi", "uid-o", "claim-o", "Bound", "Retain", "", BbC)],
+      initialClaims: [newClaim("claim-o", "uid-o", "10Gi", "", "Pending", undefined)],
+      expectedClaims: [newClaim("claim-o", "uid-o", "10Gi", "volume-o", "Bound", undefined, BbC, BC)],
+      expectedEvents: [],
+      test: async (h) => {
+        const api = h.api;
+        const { updateVolume, updateVolumeStatus, updateClaim, updateClaimStatus } = {
+          updateVolume: api.updateVolume.bind(api),
+          updateVolumeStatus: api.updateVolumeStatus.bind(api),
+          updateClaim: api.updateClaim.bind(api),
+          updateClaimStatus: api.updateClaimStatus.bind(api),
+        };
+        api.updateVolume = (v) => (written.push("volume"), updateVolume(v));
+        api.updateVolumeStatus = (v) => (written.push("volume status"), updateVolumeStatus(v));
+        api.updateClaim = (c) => (written.push("claim"), updateClaim(c));
+        api.updateClaimStatus = (c) => (written.push("claim status"), updateClaimStatus(c));
+        await h.ctrl.syncClaim(structuredClone(h.api.claims.get("default/claim-o")!));
+      },
+    });
+    // A crash midway leaves a volume pointing at the claim, never a claim at a volume another may take.
+    assert.deepEqual(written, ["volume", "volume status", "claim", "claim status"]);
+  });
+});
+
 describe("PV binder in shadow mode", () => {
   // KCM released the volume on its claim's deletion; the claim informer has not delivered it yet.
   const released = newVolume("volume-s", "10Gi", "uid-s", "claim-s", "Released", "Retain", "");

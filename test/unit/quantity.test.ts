@@ -27,6 +27,17 @@ test("parseQuantity reads binary, decimal, exponent and milli forms exactly", ()
   assert.equal(show(parseQuantity("1.00000000001")), "1000000001e-9", "slow path rounds up too");
 });
 
+test("every suffix of suffix.go, each with its own exponent (StrykerJS found k, T, P, Ti, Pi, u untested)", () => {
+  const decimal = { n: -9, u: -6, m: -3, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+  for (const [suffix, exponent] of Object.entries(decimal)) {
+    assert.equal(show(parseQuantity(`7${suffix}`)), `7e${exponent}`, suffix);
+  }
+  const binary = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
+  for (const [suffix, power] of Object.entries(binary)) {
+    assert.equal(cmp(`3${suffix}`, (3n * 2n ** BigInt(power)).toString()), 0, suffix);
+  }
+});
+
 test("upstream's quirks: bare suffixes and signs are zero, the e exponent wraps as int32, BinarySI is capped", () => {
   for (const zero of ["Ki", "e5", "+", "-", ".", "m", "-000"])
     assert.equal(show(parseQuantity(zero)), "0", zero);
