@@ -444,6 +444,29 @@ export function settledState(world: World): string {
   );
 }
 
+/**
+ * Settled: `polls` consecutive polls pass the settled checks and see one state (settledState). A
+ * state that passes once on its way elsewhere is not settled.
+ */
+export class SettleWindow {
+  #state: string | undefined;
+  #same = 0;
+
+  constructor(readonly polls: number) {}
+
+  /** Records one poll; whether the window is full. */
+  observe(violations: readonly Violation[], state: string): boolean {
+    this.#same = violations.length > 0 ? 0 : state === this.#state ? this.#same + 1 : 1;
+    this.#state = state;
+    return this.#same >= this.polls;
+  }
+
+  /** How many consecutive passing polls saw the current state. */
+  get same(): number {
+    return this.#same;
+  }
+}
+
 /** The PVs a pod's claims are bound to (by the claims' volumeName). */
 function podVolumes(pod: V1Pod, world: World): string[] {
   const ns = pod.metadata?.namespace ?? "";

@@ -17,7 +17,14 @@ import { TcpProxyThread } from "../support/tcp-proxy-thread.js";
 import { FAULT_KINDS, inject, killsLeader, Replica, type FaultKind, type InjectedFault } from "./faults.js";
 import { halfDone } from "./half-done.js";
 import { isLeaderElectionWrite, replicaOf } from "./history.js";
-import { checkHistory, checkObservations, checkSettled, settledState, type Violation } from "./invariants.js";
+import {
+  checkHistory,
+  checkObservations,
+  checkSettled,
+  SettleWindow,
+  settledState,
+  type Violation,
+} from "./invariants.js";
 import { Recorder } from "./recorder.js";
 import { CSI_DRIVER, runExternalProvisioner, runKubelets } from "./stand-ins.js";
 import { NAMESPACE, storageClasses, Workload } from "./workload.js";
@@ -250,18 +257,14 @@ async function waitSettled(
   polls: number,
 ): Promise<{ ok: true } | { ok: false; violations: Violation[] }> {
   const classes = storageClasses();
+  const window = new SettleWindow(polls);
   let last: Violation[] = [];
-  let state = "";
-  let same = 0;
   try {
     await waitFor(
       async () => {
         const world = recorder.snapshot();
         last = checkSettled(world, await recorder.explanations(), classes);
-        const now = settledState(world);
-        same = last.length === 0 && now === state ? same + 1 : last.length === 0 ? 1 : 0;
-        state = now;
-        return same >= polls;
+        return window.observe(last, settledState(world));
       },
       { timeoutMs, intervalMs: 500, what: "the cluster to settle" },
     );
@@ -272,7 +275,7 @@ async function waitSettled(
         ? [
             {
               invariant: "settled",
-              message: `the state kept changing: ${same} of ${polls} equal polls at the deadline`,
+              message: `the state kept changing: ${window.same} of ${polls} equal polls at the deadline`,
             },
           ]
         : [];

@@ -16,6 +16,7 @@ import {
   MAX_WAIT_FOR_UNMOUNT_MS,
   oneWriterPerTerm,
   retainedNotDeleted,
+  SettleWindow,
   settledState,
   TOUCHED,
   type Explanation,
@@ -528,5 +529,23 @@ describe("chaos settled-state checks", () => {
     const kvc = "kube-volume-controller/v0.1.0 (linux/x64) host_a";
     assert.deepEqual(invariants(retainedNotDeleted([del(kvc)], reused)), ["retain-kept"]);
     assert.deepEqual(retainedNotDeleted([del(kvc, 404), del("chaos-workload")], reused), []);
+  });
+
+  test("settled takes N consecutive passing polls of one state; a change or a violation starts over", () => {
+    const w = new SettleWindow(3);
+    const broken = [{ invariant: "claim-settled", message: "x" }];
+    assert.deepEqual(
+      [
+        w.observe([], "a"),
+        w.observe([], "a"),
+        w.observe([], "b"),
+        w.observe([], "b"),
+        w.observe(broken, "b"),
+        w.observe([], "b"),
+        w.observe([], "b"),
+        w.observe([], "b"),
+      ],
+      [false, false, false, false, false, false, false, true],
+    );
   });
 });
