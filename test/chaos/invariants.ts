@@ -273,8 +273,8 @@ const RECLAIM_FAILED_REASONS = new Set([
  *   that fits, or one pre-bound to it, is a violation) and an event says why;
  * - a volume is Available (no claimRef, or pre-bound by name only), Bound (to a live claim naming it
  *   back), Released (its claim gone; Retain stays so, Delete must go, Recycle must come back
- *   Available, unless an event says the reclaim failed), or Failed with an event saying why; never
- *   still Pending (the phase before the controller's first sync);
+ *   Available, unless an event says the reclaim failed), or Failed with a status message or an event
+ *   saying why; never still Pending (the phase before the controller's first sync);
  * - no provisioned volume outlives its claim; every desired attachment attached and reported; no
  *   VolumeAttachment without a pod that wants it.
  */
@@ -348,8 +348,14 @@ export function checkSettled(
           report("reclaim", `PV ${name} is Released with policy ${policy}, not reclaimed`);
         break;
       case "Failed":
-        if (!explained(pv.metadata?.uid, RECLAIM_FAILED_REASONS))
-          report("volume-settled", `PV ${name} is Failed and no event says why`);
+        // The reason is written with the phase (status.message); the event after it is best-effort
+        // and sent once, on the phase change (upstream's updateVolumePhaseWithEvent): a leader that
+        // loses its lease between the two writes leaves only the message (the long run, 2026-12-05).
+        if (!pv.status?.message && !explained(pv.metadata?.uid, RECLAIM_FAILED_REASONS))
+          report(
+            "volume-settled",
+            `PV ${name} is Failed and neither its status message nor an event says why`,
+          );
         break;
       default:
         report("volume-settled", `PV ${name} is ${phase}: the controller never synced it`);

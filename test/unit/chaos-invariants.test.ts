@@ -488,6 +488,8 @@ describe("chaos settled-state checks", () => {
     const failed = offer("pv-1", { claimRef: ref, persistentVolumeReclaimPolicy: "Recycle" }, "Failed");
     assert.deepEqual(settled(one(failed)), ["volume-settled"]);
     assert.deepEqual(settled(one(failed), [{ uid: "uid-pv-1", reason: "VolumeFailedRecycle" }]), []);
+    const withMessage = { ...failed, status: { phase: "Failed", message: "recycler pod failed" } };
+    assert.deepEqual(settled(one(withMessage)), []);
     assert.deepEqual(settled(one(offer("pv-1", {}, "Pending"))), ["volume-settled"]);
   });
 
