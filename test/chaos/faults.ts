@@ -152,7 +152,7 @@ export async function inject(kind: FaultKind, ctx: FaultContext): Promise<Inject
   }
   // A targeted kill takes the leader of the moment (waiting would leave the half-done state); the
   // others wait for a live one: the Lease may still name a replica that was just killed.
-  let found = await liveLeader(ctx);
+  let found = aimsAtLeader(kind) ? await liveLeader(ctx) : "not aimed at the leader";
   if (typeof found === "string" && aimsAtLeader(kind) && !targeted) {
     await waitFor(async () => typeof (found = await liveLeader(ctx)) !== "string", {
       timeoutMs: LEADER_WAIT_MS,
