@@ -35,7 +35,7 @@ export class Recorder {
    * `changed` objects differ from their last state seen (none: nothing was lost).
    */
   readonly gaps: { kind: Kind; fromRv: number; toRv: number; at: number; changed: number }[] = [];
-  /** Watch streams that ended (a timeout, a cut, a restart) and were resumed. */
+  /** Watches resumed from the last resourceVersion delivered after a stream ended (a timeout, a cut, a failure). */
   resumes = 0;
   readonly #listeners = new Set<(o: Observation) => void>();
   readonly #lastRv = new Map<Kind, number>();
@@ -107,16 +107,23 @@ export class Recorder {
     const listed = new Promise<void>((resolve) => (resolveListed = resolve));
     const loop = async () => {
       let listed = false;
+      /** Whether the next watch answered is the first after a list (not a resumption). */
+      let fresh = true;
+      const answered = () => {
+        if (!fresh) this.resumes++;
+        fresh = false;
+      };
       while (!signal.aborted) {
         try {
           if (!listed) {
             await this.#list(kind);
             listed = true;
+            fresh = true;
             resolveListed();
           }
           // From the last resourceVersion delivered, also when the previous stream failed midway.
-          if ((await this.#watch(kind, String(this.#lastRv.get(kind)), signal)) === "gone") listed = false;
-          else this.resumes++;
+          const rv = String(this.#lastRv.get(kind));
+          if ((await this.#watch(kind, rv, signal, answered)) === "gone") listed = false;
         } catch {
           // The apiserver is restarting, or the request was aborted: try again shortly.
           await sleep(200, undefined, { signal }).catch(() => {});
@@ -146,8 +153,8 @@ export class Recorder {
     this.#lastRv.set(kind, Number(list.metadata.resourceVersion));
   }
 
-  /** One watch stream from `rv`, until it ends, or "gone" (410: relist). */
-  async #watch(kind: Kind, rv: string, signal: AbortSignal): Promise<"ended" | "gone"> {
+  /** One watch stream from `rv`, until it ends, or "gone" (410: relist); `answered` once it streams. */
+  async #watch(kind: Kind, rv: string, signal: AbortSignal, answered: () => void): Promise<"ended" | "gone"> {
     const res = await this.#get(
       `${PATHS[kind]}?watch=1&allowWatchBookmarks=true&timeoutSeconds=300&resourceVersion=${rv}`,
       signal,
@@ -160,6 +167,7 @@ export class Recorder {
       res.resume();
       throw new Error(`watch ${kind}: HTTP ${res.statusCode}`);
     }
+    answered();
     for await (const line of createInterface({ input: res })) {
       if (line.trim() === "") continue;
       const event = JSON.parse(line) as {
