@@ -3,11 +3,12 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { runChaos, summarize } from "./run.js";
+import { runChaos, SETTLE_POLLS, summarize } from "./run.js";
 
 /*
  * The short chaos run of `npm test` (fixed seed, a few minutes at most): every fault kind once or
- * twice under a small workload; no invariant may break, every round must settle. `npm run chaos`
+ * twice under a small workload; every fault must land where it was aimed, no invariant may break,
+ * every round must settle. `npm run chaos`
  * runs longer ones (docs/reliability.md).
  */
 
@@ -32,6 +33,7 @@ test("chaos: no invariant breaks under kills, pauses, restarts, partitions and w
     renewDeadlineMs: 3000,
     retryPeriodMs: 500,
     settleTimeoutMs: 90_000,
+    settlePolls: SETTLE_POLLS,
     logDir: mkdtempSync(join(tmpdir(), "kvc-chaos-logs-")),
     log: (line) => {
       console.log(line);
@@ -41,8 +43,10 @@ test("chaos: no invariant breaks under kills, pauses, restarts, partitions and w
   console.log(summary);
   assert.deepEqual(report.violations, [], summary);
   assert.equal(report.faults.length, 9, summary);
-  for (const f of report.faults)
+  for (const f of report.faults) {
+    assert.ok(f.landed, `${f.kind} did not land where aimed: ${f.missed}\n${summary}`);
     assert.ok(f.settledMs !== undefined, `${f.detail} never settled\n${summary}`);
+  }
   // Not vacuous: states were watched, kvc wrote, and the lease changed hands.
   assert.ok(report.observed.states > 100, summary);
   assert.ok(report.observed.kvcWrites > 50, summary);

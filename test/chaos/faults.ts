@@ -1,9 +1,11 @@
 import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { probe } from "../../src/controlplane/https-probe.js";
 import type { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
 import { startKvc, type KvcProcess } from "../support/kvc-process.js";
+import type { LeaseState } from "./recorder.js";
 import type { PartitionKind } from "../support/tcp-proxy.js";
 import type { TcpProxyThread } from "../support/tcp-proxy-thread.js";
 
@@ -78,13 +80,13 @@ export class Replica {
 export interface FaultContext {
   cp: LocalControlPlane;
   replicas: readonly Replica[];
-  /** The Lease's current holder. */
-  holder(): string | undefined;
+  /** The Lease as the apiserver has it now. */
+  lease(): Promise<LeaseState | undefined>;
   leaseDurationMs: number;
   random: () => number;
   /**
    * For the targeted kills: resolves with the half-done state of a bind or an attach once the watches
-   * show one, or undefined once `deadline` aborts (the kill then lands wherever the work is).
+   * show one, or undefined once `deadline` aborts.
    */
   halfDone(kind: "bind" | "attach", deadline: AbortSignal): Promise<string | undefined>;
   /** Aborts when the round's workload is over. */
@@ -97,8 +99,16 @@ export interface InjectedFault {
   detail: string;
   at: number;
   leader?: string;
-  /** For a targeted kill: the half-done state it landed in (absent: none was seen, a plain kill). */
+  /** For a targeted kill: the half-done state it landed in. */
   inside?: string;
+  /**
+   * Whether it hit what it was aimed at, shown by the target itself: the live leader's process died
+   * of the kill or stayed stopped, the leader's connections were partitioned, the apiserver or etcd
+   * is a process started after the fault, the compaction applied and the leader's connections were
+   * cut. `missed` says why not.
+   */
+  landed: boolean;
+  missed?: string;
 }
 
 /** The faults that kill the leader (its writes after `at` are not the new leader's). */
@@ -106,79 +116,200 @@ export function killsLeader(kind: FaultKind): boolean {
   return kind === "kill" || kind === "kill-in-bind" || kind === "kill-in-attach" || kind === "sigstop";
 }
 
+/** The faults aimed at the leader: they wait for a live one first. */
+function aimsAtLeader(kind: FaultKind): boolean {
+  return killsLeader(kind) || kind === "partition" || kind === "watchcut";
+}
+
+/** How long a fault aimed at the leader waits for one (replicas restart, take over, in seconds). */
+const LEADER_WAIT_MS = 60_000;
+
+/** The replica whose live process the Lease names and has renewed within its duration, or why none. */
+export async function liveLeader(
+  ctx: Pick<FaultContext, "lease" | "replicas">,
+): Promise<{ replica: Replica; process: KvcProcess; identity: string } | string> {
+  const l = await ctx.lease().catch(() => undefined);
+  if (!l) return "no Lease holder could be read";
+  const age = Date.now() - l.renewedAt;
+  if (age > l.durationMs) return `the Lease of ${l.holder} was last renewed ${age} ms ago`;
+  const replica = ctx.replicas.find((r) => r.identity() === l.holder);
+  const p = replica?.process;
+  if (!replica || !p) return `the Lease names ${l.holder}, the identity of no running replica process`;
+  if (p.child.exitCode !== null || p.child.signalCode !== null)
+    return `the Lease names ${l.holder}, whose process has exited`;
+  return { replica, process: p, identity: l.holder };
+}
+
 /** Injects one fault and returns once it is over (the process resumed, the path healed, …). */
 export async function inject(kind: FaultKind, ctx: FaultContext): Promise<InjectedFault> {
-  const inside =
-    kind === "kill-in-bind" || kind === "kill-in-attach"
-      ? await ctx.halfDone(kind === "kill-in-bind" ? "bind" : "attach", ctx.deadline)
-      : undefined;
-  const leaderIdentity = ctx.holder();
-  const leader = ctx.replicas.find((r) => leaderIdentity && r.identity() === leaderIdentity);
+  const targeted = kind === "kill-in-bind" || kind === "kill-in-attach";
+  const inside = targeted
+    ? await ctx.halfDone(kind === "kill-in-bind" ? "bind" : "attach", ctx.deadline)
+    : undefined;
+  if (targeted && inside === undefined) {
+    const missed = `no ${kind === "kill-in-bind" ? "bind half done" : "attach in flight"} seen in the round`;
+    return { kind, detail: `no kill: ${missed}`, at: Date.now(), landed: false, missed };
+  }
+  // A targeted kill takes the leader of the moment (waiting would leave the half-done state); the
+  // others wait for a live one: the Lease may still name a replica that was just killed.
+  let found = aimsAtLeader(kind) ? await liveLeader(ctx) : "not aimed at the leader";
+  if (typeof found === "string" && aimsAtLeader(kind) && !targeted) {
+    await waitFor(async () => typeof (found = await liveLeader(ctx)) !== "string", {
+      timeoutMs: LEADER_WAIT_MS,
+      intervalMs: 100,
+      what: "a live leader",
+    }).catch(() => {});
+  }
   const at = Date.now();
+  if (aimsAtLeader(kind) && typeof found === "string") {
+    return { kind, detail: `no ${kind}: ${found}`, at, landed: false, missed: found };
+  }
+  const leader = typeof found === "string" ? undefined : found;
+  const leaderId = leader ? { leader: leader.identity } : {};
   const outlast = () =>
     // Longer than the lease: the others take over meanwhile. A bounded fault duration, not a sync.
     new Promise((resolve) => setTimeout(resolve, ctx.leaseDurationMs * 1.5));
   switch (kind) {
     case "kill":
-      leader?.process?.child.kill("SIGKILL");
-      return { kind, detail: `SIGKILL ${leader?.name ?? "(no leader)"}`, at, ...leaderOf(leaderIdentity) };
     case "kill-in-bind":
-    case "kill-in-attach":
-      leader?.process?.child.kill("SIGKILL");
+    case "kill-in-attach": {
+      const p = leader!.process;
+      p.child.kill("SIGKILL");
+      const signal = await Promise.race([
+        p.exited.then(([, sig]) => sig ?? "an exit of its own"),
+        sleep(10_000, undefined, { ref: false }),
+      ]);
+      const landed = signal === "SIGKILL";
       return {
         kind,
-        detail: `SIGKILL ${leader?.name ?? "(no leader)"} ${inside ? `inside: ${inside}` : `(no ${kind === "kill-in-bind" ? "bind half done" : "attach in flight"} seen in the round: a plain kill)`}`,
+        detail: `SIGKILL ${leader!.replica.name}${inside ? ` inside: ${inside}` : ""}`,
         at,
-        ...leaderOf(leaderIdentity),
+        ...leaderId,
         ...(inside ? { inside } : {}),
-      };
-    case "sigstop": {
-      const p = leader?.process;
-      p?.child.kill("SIGSTOP");
-      await outlast();
-      p?.child.kill("SIGCONT");
-      return {
-        kind,
-        detail: `SIGSTOP/SIGCONT ${leader?.name ?? "(no leader)"}`,
-        at,
-        ...leaderOf(leaderIdentity),
+        landed,
+        ...(landed
+          ? {}
+          : {
+              missed: `the leader's process ${signal ? `ended by ${signal}` : "was alive 10 s"} after the kill`,
+            }),
       };
     }
-    case "apiserver":
+    case "sigstop": {
+      const p = leader!.process;
+      p.child.kill("SIGSTOP");
+      // The kernel's word that it is stopped (state T), at the start of the pause and at its end.
+      const stoppedAtStart = await waitFor(() => processState(p.child.pid) === "T", {
+        timeoutMs: 1000,
+        intervalMs: 10,
+        what: "the leader to stop",
+      }).catch(() => false);
+      await outlast();
+      const stoppedAtEnd = processState(p.child.pid) === "T";
+      p.child.kill("SIGCONT");
+      const landed = stoppedAtStart && stoppedAtEnd;
+      return {
+        kind,
+        detail: `SIGSTOP/SIGCONT ${leader!.replica.name}`,
+        at,
+        ...leaderId,
+        landed,
+        ...(landed ? {} : { missed: `the leader's process was not stopped for the whole pause` }),
+      };
+    }
+    case "apiserver": {
+      const before = await startTime(apiserverMetrics(ctx.cp));
       await ctx.cp.restartApiServer();
-      return { kind, detail: "kube-apiserver restart", at };
-    case "etcd":
+      const after = await startTime(apiserverMetrics(ctx.cp));
+      return { kind, detail: "kube-apiserver restart", at, ...restarted("kube-apiserver", before, after) };
+    }
+    case "etcd": {
+      const before = await startTime(etcdMetrics(ctx.cp));
       await ctx.cp.restartEtcd();
       // The apiserver serves again once it reconnected to etcd.
       await waitFor(async () => (await fetchOk(ctx)) || undefined, {
         timeoutMs: 120_000,
         what: "the apiserver to serve after the etcd restart",
       });
-      return { kind, detail: "etcd restart", at };
+      const after = await startTime(etcdMetrics(ctx.cp));
+      return { kind, detail: "etcd restart", at, ...restarted("etcd", before, after) };
+    }
     case "partition": {
       const partition: PartitionKind = (["drop", "stall", "half-open"] as const)[
         Math.floor(ctx.random() * 3)
       ]!;
-      const target = leader ?? ctx.replicas[0]!;
-      await target.proxy.partition(partition);
+      const target = leader!.replica;
+      const cutOff = await target.proxy.partition(partition);
       await outlast();
       await target.proxy.heal();
-      return { kind, detail: `${partition} partition of ${target.name}`, at, ...leaderOf(leaderIdentity) };
-    }
-    case "watchcut": {
-      await compactEtcd(ctx.cp);
-      await Promise.all(ctx.replicas.map((r) => r.proxy.cut()));
       return {
         kind,
-        detail: "etcd compacted, every replica's connections cut (watches relist: 410 Gone)",
+        detail: `${partition} partition of ${target.name} (${cutOff} connections)`,
         at,
+        ...leaderId,
+        landed: cutOff > 0,
+        ...(cutOff > 0 ? {} : { missed: `the leader ${target.name} had no connection to partition` }),
+      };
+    }
+    case "watchcut": {
+      const compacted = await compactEtcd(ctx.cp);
+      const cut = await Promise.all(ctx.replicas.map((r) => r.proxy.cut()));
+      const leaderCut = cut[ctx.replicas.indexOf(leader!.replica)] ?? 0;
+      const missed =
+        compacted !== undefined
+          ? `etcd refused the compaction: ${compacted}`
+          : leaderCut === 0
+            ? `the leader ${leader!.replica.name} had no connection to cut`
+            : undefined;
+      return {
+        kind,
+        detail: `etcd compacted, every replica's connections cut (${cut.join(" + ")}; watches relist: 410 Gone)`,
+        at,
+        ...leaderId,
+        landed: missed === undefined,
+        ...(missed ? { missed } : {}),
       };
     }
   }
 }
 
-function leaderOf(identity: string | undefined): { leader?: string } {
-  return identity ? { leader: identity } : {};
+/** A process's state letter from /proc (R, S, T for stopped, …), or undefined once it is gone. */
+function processState(pid: number | undefined): string | undefined {
+  try {
+    // The state follows the command name, which is in parentheses and may hold spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Landed when the process answering after the restart started after the one answering before. */
+function restarted(
+  what: string,
+  before: number | undefined,
+  after: number | undefined,
+): { landed: boolean; missed?: string } {
+  if (before !== undefined && after !== undefined && after > before) return { landed: true };
+  return {
+    landed: false,
+    missed: `${what}'s process_start_time_seconds went from ${before ?? "?"} to ${after ?? "?"}`,
+  };
+}
+
+function apiserverMetrics(cp: LocalControlPlane): () => Promise<{ status: number; body: string }> {
+  const ca = readFileSync(cp.caFile, "utf8");
+  return () => probe(`${cp.server}/metrics`, { ca, token: cp.token, timeoutMs: 30_000 });
+}
+
+function etcdMetrics(cp: LocalControlPlane): () => Promise<{ status: number; body: string }> {
+  return () => probe(`http://127.0.0.1:${cp.etcdPort}/metrics`, { timeoutMs: 30_000 });
+}
+
+/** A process's start (epoch seconds) from its Prometheus metrics, or undefined when not answered. */
+async function startTime(get: () => Promise<{ status: number; body: string }>): Promise<number | undefined> {
+  const res = await get().catch(() => undefined);
+  const m = res?.status === 200 ? /^process_start_time_seconds (\S+)$/m.exec(res.body) : null;
+  return m ? Number(m[1]) : undefined;
 }
 
 async function fetchOk(ctx: FaultContext): Promise<boolean> {
@@ -189,8 +320,11 @@ async function fetchOk(ctx: FaultContext): Promise<boolean> {
   return res.status === 200;
 }
 
-/** Compacts etcd at its current revision: a watch resumed from an older resourceVersion gets 410 Gone. */
-async function compactEtcd(cp: LocalControlPlane): Promise<void> {
+/**
+ * Compacts etcd at its current revision: a watch resumed from an older resourceVersion gets 410
+ * Gone. Undefined once applied, else etcd's answer.
+ */
+async function compactEtcd(cp: LocalControlPlane): Promise<string | undefined> {
   const url = `http://127.0.0.1:${cp.etcdPort}/v3/kv`;
   const range = (await (
     await fetch(`${url}/range`, {
@@ -198,8 +332,9 @@ async function compactEtcd(cp: LocalControlPlane): Promise<void> {
       body: JSON.stringify({ key: Buffer.from("/").toString("base64") }),
     })
   ).json()) as { header: { revision: string } };
-  await fetch(`${url}/compaction`, {
+  const res = await fetch(`${url}/compaction`, {
     method: "POST",
     body: JSON.stringify({ revision: range.header.revision }),
   });
+  return res.ok ? undefined : `HTTP ${res.status}: ${await res.text()}`;
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { join } from "node:path";
@@ -6,8 +6,8 @@ import { pathToFileURL } from "node:url";
 import yargs from "yargs";
 import { hideBin } from "yargs/helpers";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
-import { silentLogger } from "../../src/runtime/logger.js";
 import { startExternalAttacher } from "../../src/dev/external-attacher.js";
+import { silentLogger } from "../../src/runtime/logger.js";
 import { realClock } from "../../src/runtime/clock.js";
 import { until, waitFor } from "../../src/util/wait.js";
 import { readAuditLog, type AuditEvent } from "../support/audit.js";
@@ -17,16 +17,26 @@ import { TcpProxyThread } from "../support/tcp-proxy-thread.js";
 import { FAULT_KINDS, inject, killsLeader, Replica, type FaultKind, type InjectedFault } from "./faults.js";
 import { halfDone } from "./half-done.js";
 import { isLeaderElectionWrite, replicaOf } from "./history.js";
-import { checkHistory, checkObservations, checkSettled, type Violation } from "./invariants.js";
+import {
+  checkHistory,
+  checkObservations,
+  checkSettled,
+  SettleWindow,
+  settledState,
+  type Violation,
+} from "./invariants.js";
 import { Recorder } from "./recorder.js";
 import { CSI_DRIVER, runExternalProvisioner, runKubelets } from "./stand-ins.js";
-import { NAMESPACE, Workload } from "./workload.js";
+import { NAMESPACE, storageClasses, Workload } from "./workload.js";
 
 /*
  * `npm run chaos`: two kvc replicas (compiled dist/, leader election) on the real control plane under
  * a seeded workload, one fault per round at a seeded point of it, the invariants checked after every
  * round and over the whole recorded history at the end. Exits non-zero on any violation.
  */
+
+/** Settled: 5 consecutive polls 500 ms apart (2 s) pass the checks and see one state. */
+export const SETTLE_POLLS = 5;
 
 export interface ChaosOptions {
   seed: number;
@@ -43,6 +53,8 @@ export interface ChaosOptions {
   logDir: string;
   /** Per round: how long the cluster may take to settle. */
   settleTimeoutMs: number;
+  /** Settled: this many consecutive polls (500 ms apart) pass the checks and see the same state. */
+  settlePolls: number;
   log: (line: string) => void;
 }
 
@@ -62,6 +74,12 @@ export interface ChaosReport {
   conflicts: number;
   /** What the invariants were checked over: watched object states, kvc's applied writes, lease terms. */
   observed: { states: number; kvcWrites: number; terms: number };
+  /**
+   * The recorder's watches: streams resumed from their last resourceVersion; relists after a 410
+   * Gone (each a gap: the states between were not seen), and how many objects had changed unseen in
+   * them (0: the gaps lost nothing).
+   */
+  watches: { resumes: number; gaps: number; changedInGaps: number };
   /** The longest the harness's own event loop was blocked (its proxies run in threads of their own). */
   harnessStallMaxMs: number;
   violations: Violation[];
@@ -80,7 +98,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const lease = { namespace: NAMESPACE, name: "kube-volume-controller" };
   try {
     const kc = cp.kubeConfig();
-    const recorder = new Recorder(kc, silentLogger, lease);
+    const recorder = new Recorder(
+      { server: cp.server, ca: readFileSync(cp.caFile, "utf8"), token: cp.token },
+      lease,
+    );
     await recorder.start(ac.signal);
     const workload = new Workload(kc, recorder.world, {
       claims: o.claims,
@@ -142,11 +163,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const faultAt = work ? 0 : Math.floor(random() * stepsPerRound);
       const roundOver = new AbortController();
       let fault: Promise<InjectedFault> | undefined;
-      let landed = false;
+      let over = false;
       for (
         let i = 0;
         i < stepsPerRound ||
-        (work && !landed && i < 3 * stepsPerRound) ||
+        (work && !over && i < 3 * stepsPerRound) ||
         (round === rounds - 1 && !workload.done);
         i++
       ) {
@@ -154,23 +175,23 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           fault = inject(kind, {
             cp,
             replicas,
-            holder: () => recorder.holder,
+            lease: () => recorder.readLease(),
             leaseDurationMs: o.leaseDurationMs,
             random,
             halfDone: (what, deadline) => watchHalfDone(recorder, what, deadline),
             deadline: roundOver.signal,
           });
           void fault.then(
-            () => (landed = true),
+            () => (over = true),
             () => {},
           );
         }
         // Refused while the fault lasts: the next step goes on.
-        await (work && !landed ? workload.stepToward(work) : workload.step()).catch(() => {});
+        await (work && !over ? workload.stepToward(work) : workload.step()).catch(() => {});
       }
       roundOver.abort();
       const injected = await fault;
-      const settled = await waitSettled(recorder, o.settleTimeoutMs);
+      const settled = await waitSettled(recorder, o.settleTimeoutMs, o.settlePolls);
       if (injected) {
         const record: FaultRecord = {
           ...injected,
@@ -180,7 +201,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         if (first !== undefined) record.firstWriteMs = first - injected.at;
         faults.push(record);
         o.log(
-          `round ${round + 1}/${rounds}: ${injected.detail}; first write +${record.firstWriteMs ?? "?"} ms, settled +${record.settledMs ?? "never"} ms`,
+          `round ${round + 1}/${rounds}: ${injected.detail}${injected.landed ? "" : ` (NOT LANDED: ${injected.missed})`}; first write +${record.firstWriteMs ?? "?"} ms, settled +${record.settledMs ?? "never"} ms`,
         );
       }
       if (!settled.ok) violations.push(...settled.violations);
@@ -208,6 +229,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       restarts: replicas.reduce((n, r) => n + r.restarts, 0),
       conflicts,
       observed: { states: recorder.observations.length, kvcWrites, terms: recorder.terms.length },
+      watches: {
+        resumes: recorder.resumes,
+        gaps: recorder.gaps.length,
+        changedInGaps: recorder.gaps.reduce((n, g) => n + g.changed, 0),
+      },
       harnessStallMaxMs: Math.round(stalls.max / 1e6),
       violations: dedupe(violations),
     };
@@ -221,23 +247,39 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   }
 }
 
-/** Polls the settled-state checks until they pass or the deadline passes (then: what still fails). */
+/**
+ * Polls the settled-state checks until `polls` consecutive polls pass them and see the same state
+ * (settledState), or the deadline passes (then: what still fails, or that the state kept changing).
+ */
 async function waitSettled(
   recorder: Recorder,
   timeoutMs: number,
+  polls: number,
 ): Promise<{ ok: true } | { ok: false; violations: Violation[] }> {
+  const classes = storageClasses();
+  const window = new SettleWindow(polls);
   let last: Violation[] = [];
   try {
     await waitFor(
       async () => {
-        last = checkSettled(recorder.snapshot(), await recorder.explanations());
-        return last.length === 0;
+        const world = recorder.snapshot();
+        last = checkSettled(world, await recorder.explanations(), classes);
+        return window.observe(last, settledState(world));
       },
       { timeoutMs, intervalMs: 500, what: "the cluster to settle" },
     );
     return { ok: true };
   } catch {
-    return { ok: false, violations: last };
+    const unstable =
+      last.length === 0
+        ? [
+            {
+              invariant: "settled",
+              message: `the state kept changing: ${window.same} of ${polls} equal polls at the deadline`,
+            },
+          ]
+        : [];
+    return { ok: false, violations: [...last, ...unstable] };
   }
 }
 
@@ -301,32 +343,31 @@ export function percentiles(xs: readonly number[]): { p50?: number; p99?: number
   return s.length === 0 ? {} : { p50: at(0.5)!, p99: at(0.99)! };
 }
 
-/** The figures docs/reliability.md shows: per fault kind, first write and settled, p50/p99. */
+/**
+ * The figures docs/reliability.md shows: per fault kind, how many landed where aimed, first write
+ * and settled p50/p99 (of the landed ones).
+ */
 export function summarize(r: ChaosReport): string {
   const lines = [
     `seed ${r.seed}: ${r.claimsCreated} claims, ${r.movesDone} pod moves, ${r.faults.length} faults, ` +
       `${r.restarts} replica restarts, ${r.conflicts} second-writer conflicts, ${Math.round(r.durationMs / 1000)} s; ` +
       `checked over ${r.observed.states} object states, ${r.observed.kvcWrites} kvc writes, ${r.observed.terms} lease terms; ` +
+      `the recorder's watches resumed ${r.watches.resumes} times, relisted after 410 Gone ${r.watches.gaps} times, ${r.watches.changedInGaps} objects changed unseen in those gaps; ` +
       `harness event loop blocked ${r.harnessStallMaxMs} ms at most`,
-    "| fault | count | first write p50 / p99 (ms) | settled p50 / p99 (ms) |",
+    "| fault | landed / aimed | first write p50 / p99 (ms) | settled p50 / p99 (ms) |",
     "| --- | --- | --- | --- |",
   ];
   for (const kind of [...FAULT_KINDS, "all"] as const) {
-    const fs = r.faults.filter((f) => kind === "all" || f.kind === kind);
-    if (fs.length === 0) continue;
+    const aimed = r.faults.filter((f) => kind === "all" || f.kind === kind);
+    if (aimed.length === 0) continue;
+    const fs = aimed.filter((f) => f.landed);
     const w = percentiles(fs.flatMap((f) => (f.firstWriteMs === undefined ? [] : [f.firstWriteMs])));
     const s = percentiles(fs.flatMap((f) => (f.settledMs === undefined ? [] : [f.settledMs])));
     lines.push(
-      `| ${kind} | ${fs.length} | ${w.p50 ?? "-"} / ${w.p99 ?? "-"} | ${s.p50 ?? "-"} / ${s.p99 ?? "-"} |`,
+      `| ${kind} | ${fs.length} / ${aimed.length} | ${w.p50 ?? "-"} / ${w.p99 ?? "-"} | ${s.p50 ?? "-"} / ${s.p99 ?? "-"} |`,
     );
   }
-  for (const kind of ["kill-in-bind", "kill-in-attach"] as const) {
-    const fs = r.faults.filter((f) => f.kind === kind);
-    if (fs.length > 0)
-      lines.push(
-        `${kind}: ${fs.filter((f) => f.inside).length} of ${fs.length} landed inside (the rest: plain kills)`,
-      );
-  }
+  for (const f of r.faults.filter((f) => !f.landed)) lines.push(`not landed: ${f.kind}: ${f.missed}`);
   lines.push(`invariant violations: ${r.violations.length}`);
   for (const v of r.violations) lines.push(`  ${v.invariant}: ${v.message}`);
   return lines.join("\n");
@@ -346,14 +387,12 @@ async function main(): Promise<void> {
       "kills-in-bind": {
         type: "number",
         default: 1,
-        describe:
-          "kill -9 of the leader once the watches see a bind half done (else, at the round's end, a plain kill)",
+        describe: "kill -9 of the leader once the watches see a bind half done (none seen: not landed)",
       },
       "kills-in-attach": {
         type: "number",
         default: 1,
-        describe:
-          "kill -9 of the leader once the watches see an attach in flight (else, at the round's end, a plain kill)",
+        describe: "kill -9 of the leader once the watches see an attach in flight (none seen: not landed)",
       },
       sigstops: {
         type: "number",
@@ -376,6 +415,11 @@ async function main(): Promise<void> {
       "renew-deadline": { type: "number", default: 3000, describe: "ms" },
       "retry-period": { type: "number", default: 500, describe: "ms" },
       "settle-timeout": { type: "number", default: 180_000, describe: "ms, per round" },
+      "settle-polls": {
+        type: "number",
+        default: SETTLE_POLLS,
+        describe: "settled: this many consecutive polls, 500 ms apart, pass the checks and see one state",
+      },
       out: { type: "string", describe: "write the report as JSON here" },
       "log-dir": { type: "string", describe: "the replicas' logs (default: a new temporary directory)" },
     })
@@ -401,6 +445,7 @@ async function main(): Promise<void> {
     renewDeadlineMs: argv["renew-deadline"],
     retryPeriodMs: argv["retry-period"],
     settleTimeoutMs: argv["settle-timeout"],
+    settlePolls: argv["settle-polls"],
     logDir: argv["log-dir"] ?? mkdtempSync(join(tmpdir(), "kvc-chaos-logs-")),
     log: (line) => {
       console.error(`[chaos ${new Date().toISOString()}] ${line}`);

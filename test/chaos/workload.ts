@@ -4,9 +4,11 @@ import {
   type KubeConfig,
   type V1PersistentVolumeClaim,
   type V1Pod,
+  type V1StorageClass,
 } from "@kubernetes/client-node";
 import { isNotFound } from "../../src/runtime/api-errors.js";
 import type { World } from "./history.js";
+import { TOUCHED } from "./invariants.js";
 import { PROVISIONER } from "./stand-ins.js";
 import { mergePatch, strategicMergePatch } from "../../src/runtime/client.js";
 
@@ -25,6 +27,16 @@ const CLASSES = {
   "csi-wffc": { provisioner: PROVISIONER, volumeBindingMode: "WaitForFirstConsumer" },
 } as const;
 const POLICIES = ["Retain", "Delete", "Recycle"] as const;
+
+/** The storage classes the workload creates, by name (the settled check's matcher oracle reads them). */
+export function storageClasses(): Map<string, V1StorageClass> {
+  return new Map(
+    Object.entries(CLASSES).map(([name, c]) => [
+      `chaos-${name}`,
+      { metadata: { name: `chaos-${name}` }, ...c, reclaimPolicy: "Delete" },
+    ]),
+  );
+}
 
 export interface WorkloadOptions {
   claims: number;
@@ -61,11 +73,7 @@ export class Workload {
 
   /** Storage classes and Ready nodes whose volumes the attach/detach controller manages. */
   async setup(): Promise<void> {
-    for (const [name, c] of Object.entries(CLASSES)) {
-      await this.#storage.createStorageClass({
-        body: { metadata: { name: `chaos-${name}` }, ...c, reclaimPolicy: "Delete" },
-      });
-    }
+    for (const body of storageClasses().values()) await this.#storage.createStorageClass({ body });
     for (const name of this.#nodes) {
       await this.#core.createNode({
         body: {
@@ -265,7 +273,7 @@ export class Workload {
   async touch(): Promise<void> {
     const claims = [...this.world.PersistentVolumeClaim.values()];
     const pvs = [...this.world.PersistentVolume.values()];
-    const body = { metadata: { annotations: { "chaos.example.com/touched": String(++this.#serial) } } };
+    const body = { metadata: { annotations: { [TOUCHED]: String(++this.#serial) } } };
     if (this.o.random() < 0.5 && claims.length > 0) {
       const c = this.#pick(claims);
       await this.#core.patchNamespacedPersistentVolumeClaim(

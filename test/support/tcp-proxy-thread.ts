@@ -18,7 +18,7 @@ const WORKER_MARK = "kvc-tcp-proxy-thread";
  */
 export class TcpProxyThread {
   #next = 0;
-  readonly #pending = new Map<number, () => void>();
+  readonly #pending = new Map<number, (value: number) => void>();
   readonly #worker: Worker;
 
   private constructor(
@@ -26,8 +26,8 @@ export class TcpProxyThread {
     readonly port: number,
   ) {
     this.#worker = worker;
-    worker.on("message", (m: { id: number }) => {
-      this.#pending.get(m.id)?.();
+    worker.on("message", (m: { id: number; value: number }) => {
+      this.#pending.get(m.id)?.(m.value);
       this.#pending.delete(m.id);
     });
   }
@@ -40,18 +40,18 @@ export class TcpProxyThread {
     return new TcpProxyThread(worker, port);
   }
 
-  /** TcpProxy.partition, done once it returns. */
-  partition(kind: PartitionKind): Promise<void> {
+  /** TcpProxy.partition, done once it returns: how many open connections it cut off. */
+  partition(kind: PartitionKind): Promise<number> {
     return this.#ask({ id: this.#next++, op: "partition", kind });
   }
 
   /** TcpProxy.heal. */
-  heal(): Promise<void> {
-    return this.#ask({ id: this.#next++, op: "heal" });
+  async heal(): Promise<void> {
+    await this.#ask({ id: this.#next++, op: "heal" });
   }
 
-  /** TcpProxy.cut. */
-  cut(): Promise<void> {
+  /** TcpProxy.cut: how many connections it closed. */
+  cut(): Promise<number> {
     return this.#ask({ id: this.#next++, op: "cut" });
   }
 
@@ -60,7 +60,7 @@ export class TcpProxyThread {
     await this.#worker.terminate();
   }
 
-  #ask(c: Command): Promise<void> {
+  #ask(c: Command): Promise<number> {
     return new Promise((resolve) => {
       this.#pending.set(c.id, resolve);
       this.#worker.postMessage(c);
@@ -73,11 +73,12 @@ async function serve(targetPort: number): Promise<void> {
   const proxy = await TcpProxy.start(targetPort);
   port.on("message", (c: Command) => {
     void (async () => {
-      if (c.op === "partition") proxy.partition(c.kind);
+      let value = 0;
+      if (c.op === "partition") value = proxy.partition(c.kind);
       else if (c.op === "heal") proxy.heal();
-      else if (c.op === "cut") proxy.cut();
+      else if (c.op === "cut") value = proxy.cut();
       else await proxy.close();
-      port.postMessage({ id: c.id });
+      port.postMessage({ id: c.id, value });
     })();
   });
   port.postMessage(proxy.port);

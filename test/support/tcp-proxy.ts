@@ -70,17 +70,22 @@ export class TcpProxy {
    * - stall: open connections hold their bytes, delivered late on heal(); new ones hang;
    * - half-open: open connections swallow bytes both ways without a FIN or reset, even after heal()
    *   (the peer is gone, the socket does not know); new ones hang.
+   * Returns how many open connections it cut off.
    */
-  partition(kind: PartitionKind): void {
+  partition(kind: PartitionKind): number {
     this.mode = kind === "drop" ? "refuse" : "blackhole";
+    let hit = 0;
     for (const p of this.#pairs) {
       if (kind === "drop") {
         p.client.resetAndDestroy();
         p.upstream.destroy();
+        hit++;
       } else if (p.state === "forward") {
         p.state = kind === "stall" ? "stall" : "dead";
+        hit++;
       }
     }
+    return hit;
   }
 
   /** New connections are forwarded again; stalled ones deliver what they held and resume. */
@@ -93,12 +98,13 @@ export class TcpProxy {
     }
   }
 
-  /** Closes every open connection (watch streams cut), leaving new ones to `mode`. */
-  cut(): void {
+  /** Closes every open connection (watch streams cut), leaving new ones to `mode`; how many it closed. */
+  cut(): number {
     for (const p of this.#pairs) {
       p.client.destroy();
       p.upstream.destroy();
     }
+    return this.#pairs.size;
   }
 
   async close(): Promise<void> {

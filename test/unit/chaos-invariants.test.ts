@@ -5,6 +5,7 @@ import type {
   V1PersistentVolume,
   V1PersistentVolumeClaim,
   V1Pod,
+  V1StorageClass,
   V1VolumeAttachment,
 } from "@kubernetes/client-node";
 import type { AuditEvent } from "../support/audit.js";
@@ -14,8 +15,14 @@ import {
   checkSettled,
   MAX_WAIT_FOR_UNMOUNT_MS,
   oneWriterPerTerm,
+  retainedNotDeleted,
+  SettleWindow,
+  settledState,
+  TOUCHED,
+  type Explanation,
   type Violation,
 } from "../chaos/invariants.js";
+import { findMatchingVolume } from "../chaos/find-matching-volume.js";
 
 /*
  * Each invariant of the chaos suite, fed a recorded history with a violation (it must report it) and
@@ -239,7 +246,11 @@ describe("chaos settled-state checks", () => {
     for (const o of objs) (w[o.kind] as Map<string, unknown>).set(keyOf(o.object), o.object);
     return w;
   };
-  const settled = (w: World, events = []) => invariants(checkSettled(w, events));
+  const classes = new Map<string, V1StorageClass>([
+    ["static", { metadata: { name: "static" }, provisioner: "x", volumeBindingMode: "Immediate" }],
+    ["wffc", { metadata: { name: "wffc" }, provisioner: "x", volumeBindingMode: "WaitForFirstConsumer" }],
+  ]);
+  const settled = (w: World, events: Explanation[] = []) => invariants(checkSettled(w, events, classes));
 
   test("claims Bound or explained", () => {
     const bound = world(
@@ -249,7 +260,7 @@ describe("chaos settled-state checks", () => {
     assert.deepEqual(settled(bound), []);
     const pending = world({ kind: "PersistentVolumeClaim", object: claim("a", "uid-a", "Pending") });
     assert.deepEqual(settled(pending), ["claim-settled"]);
-    assert.deepEqual(checkSettled(pending, [{ uid: "uid-a", reason: "WaitForFirstConsumer" }]), []);
+    assert.deepEqual(settled(pending, [{ uid: "uid-a", reason: "WaitForFirstConsumer" }]), []);
     const halfBound = world(
       { kind: "PersistentVolumeClaim", object: claim("a", "uid-a", "Bound", "pv-1") },
       { kind: "PersistentVolume", object: pv("pv-1", "Available") },
@@ -271,10 +282,7 @@ describe("chaos settled-state checks", () => {
     assert.deepEqual(settled(released("Retain")), []);
     assert.deepEqual(settled(released("Delete")), ["reclaim"]);
     assert.deepEqual(settled(released("Recycle")), ["reclaim"]);
-    assert.deepEqual(
-      checkSettled(released("Delete"), [{ uid: "uid-pv-1", reason: "VolumeFailedDelete" }]),
-      [],
-    );
+    assert.deepEqual(settled(released("Delete"), [{ uid: "uid-pv-1", reason: "VolumeFailedDelete" }]), []);
     const orphan = world({
       kind: "PersistentVolume",
       object: pv(
@@ -308,8 +316,238 @@ describe("chaos settled-state checks", () => {
     );
     assert.deepEqual(settled(notAttached), ["attachment-settled"]);
     const stray = world(...base, { kind: "VolumeAttachment", object: va("pv-1", "n2", true) });
-    const vs = checkSettled(stray, []);
+    const vs = checkSettled(stray, [], classes);
     assert.deepEqual(invariants(vs), ["attachment-settled"]);
     assert.match(vs[0]!.message, /va-pv-1-n2 has no pod on its node that wants it/);
+  });
+
+  // A static claim and volume as the workload makes them: class, size, ReadWriteOnce.
+  const want = (
+    name: string,
+    uid: string,
+    spec: Partial<V1PersistentVolumeClaim["spec"]> = {},
+  ): V1PersistentVolumeClaim => ({
+    metadata: { namespace: "default", name, uid },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      storageClassName: "static",
+      resources: { requests: { storage: "1Gi" } },
+      ...spec,
+    },
+    status: { phase: "Pending" },
+  });
+  const offer = (
+    name: string,
+    spec: Partial<V1PersistentVolume["spec"]> = {},
+    phase = "Available",
+    metadata: Partial<V1PersistentVolume["metadata"]> = {},
+  ): V1PersistentVolume => ({
+    metadata: { name, uid: `uid-${name}`, ...metadata },
+    spec: {
+      accessModes: ["ReadWriteOnce"],
+      capacity: { storage: "1Gi" },
+      storageClassName: "static",
+      hostPath: { path: `/tmp/${name}` },
+      ...spec,
+    },
+    status: { phase },
+  });
+  const failedBinding = [{ uid: "uid-a", reason: "ProvisioningFailed" }];
+
+  test("a Pending claim that an Available volume fits is not settled, whatever events it has", () => {
+    const w = world(
+      { kind: "PersistentVolumeClaim", object: want("a", "uid-a") },
+      { kind: "PersistentVolume", object: offer("pv-1") },
+    );
+    const vs = checkSettled(w, failedBinding, classes);
+    assert.deepEqual(invariants(vs), ["claim-settled"]);
+    assert.match(vs[0]!.message, /claim default\/a is Pending while PV pv-1 is Available and fits it/);
+    // Volumes upstream's FindMatchingVolume passes over: the claim waits, explained.
+    for (const pv of [
+      offer("pv-1", { capacity: { storage: "512Mi" } }),
+      offer("pv-1", { storageClassName: "other" }),
+      offer("pv-1", { accessModes: ["ReadOnlyMany"] }),
+      offer("pv-1", { volumeMode: "Block" }),
+      offer("pv-1", { volumeAttributesClassName: "fast" }),
+      offer("pv-1", {}, "Released"),
+      offer("pv-1", {}, "Available", { deletionTimestamp: new Date(T0) }),
+      offer("pv-1", { claimRef: { namespace: "default", name: "b" } }),
+    ]) {
+      const waiting = world(
+        { kind: "PersistentVolumeClaim", object: want("a", "uid-a") },
+        { kind: "PersistentVolume", object: pv },
+      );
+      assert.deepEqual(
+        invariants(checkSettled(waiting, failedBinding, classes)).filter((i) => i === "claim-settled"),
+        [],
+        JSON.stringify(pv.spec),
+      );
+    }
+    // Bigger and with more access modes still fits.
+    const roomy = world(
+      { kind: "PersistentVolumeClaim", object: want("a", "uid-a") },
+      {
+        kind: "PersistentVolume",
+        object: offer("pv-1", {
+          capacity: { storage: "2Gi" },
+          accessModes: ["ReadWriteOnce", "ReadOnlyMany"],
+        }),
+      },
+    );
+    assert.deepEqual(settled(roomy, failedBinding), ["claim-settled"]);
+  });
+
+  test("WaitForFirstConsumer leaves Available volumes to the scheduler, not volumes pre-bound to the claim", () => {
+    const wffc = want("a", "uid-a", { storageClassName: "wffc" });
+    const available = world(
+      { kind: "PersistentVolumeClaim", object: wffc },
+      { kind: "PersistentVolume", object: offer("pv-1", { storageClassName: "wffc" }) },
+    );
+    assert.deepEqual(settled(available, [{ uid: "uid-a", reason: "WaitForFirstConsumer" }]), []);
+    // Provisioned for it (claimRef with its uid), not yet Bound: the binder must finish.
+    const prebound = world(
+      { kind: "PersistentVolumeClaim", object: wffc },
+      {
+        kind: "PersistentVolume",
+        object: offer(
+          "pv-1",
+          { storageClassName: "wffc", claimRef: { namespace: "default", name: "a", uid: "uid-a" } },
+          "Bound",
+        ),
+      },
+    );
+    const vs = checkSettled(prebound, [{ uid: "uid-a", reason: "WaitForFirstConsumer" }], classes);
+    assert.ok(invariants(vs).includes("claim-settled"));
+    assert.match(vs[0]!.message, /Pending while PV pv-1 is pre-bound to it/);
+  });
+
+  test("a Pending claim naming a volume that names it, or is unbound and fits, is not settled", () => {
+    const named = want("a", "uid-a", { volumeName: "pv-1" });
+    const unbound = world(
+      { kind: "PersistentVolumeClaim", object: named },
+      { kind: "PersistentVolume", object: offer("pv-1") },
+    );
+    assert.deepEqual(settled(unbound, failedBinding), ["claim-settled"]);
+    const elsewhere = world(
+      { kind: "PersistentVolumeClaim", object: named },
+      {
+        kind: "PersistentVolume",
+        object: offer("pv-1", { claimRef: { namespace: "default", name: "b", uid: "uid-b" } }, "Bound"),
+      },
+      { kind: "PersistentVolumeClaim", object: claim("b", "uid-b", "Bound", "pv-1") },
+    );
+    assert.deepEqual(settled(elsewhere, [{ uid: "uid-a", reason: "FailedBinding" }]), []);
+  });
+
+  test("the matcher oracle picks as upstream does, and refuses what the workload never creates", () => {
+    const c = want("a", "uid-a");
+    // The access-mode set with the fewest modes first, then the smallest volume in it.
+    const pick = findMatchingVolume(
+      c,
+      [
+        offer("rwo-rox-1g", { accessModes: ["ReadWriteOnce", "ReadOnlyMany"] }),
+        offer("rwo-3g", { capacity: { storage: "3Gi" } }),
+        offer("rwo-2g", { capacity: { storage: "2Gi" } }),
+      ],
+      classes,
+    );
+    assert.equal(pick?.metadata?.name, "rwo-2g");
+    const selector = world({
+      kind: "PersistentVolumeClaim",
+      object: want("a", "uid-a", { selector: { matchLabels: { x: "y" } } }),
+    });
+    assert.deepEqual(settled(selector), ["oracle-scope"]);
+    const fraction = world(
+      { kind: "PersistentVolumeClaim", object: want("a", "uid-a") },
+      { kind: "PersistentVolume", object: offer("pv-1", { capacity: { storage: "1.5Gi" } }) },
+    );
+    assert.deepEqual(settled(fraction, failedBinding), ["oracle-scope"]);
+  });
+
+  test("every volume phase has its settled form", () => {
+    const live = { kind: "PersistentVolumeClaim", object: claim("a", "uid-a", "Bound", "pv-1") } as const;
+    const ref = { namespace: "default", name: "a", uid: "uid-a" };
+    const one = (pv: V1PersistentVolume, ...more: Omit<Observation, "rv" | "at">[]) =>
+      world({ kind: "PersistentVolume", object: pv }, ...more);
+    assert.deepEqual(settled(one(offer("pv-1"))), []);
+    assert.deepEqual(settled(one(offer("pv-1", { claimRef: ref }))), ["volume-settled"]);
+    assert.deepEqual(settled(one(offer("pv-1", { claimRef: ref }, "Bound"), live)), []);
+    const otherClaim = claim("a", "uid-a", "Bound", "pv-2");
+    assert.deepEqual(
+      settled(
+        one(offer("pv-1", { claimRef: ref }, "Bound"), { kind: "PersistentVolumeClaim", object: otherClaim }),
+      ),
+      ["claim-settled", "volume-settled"],
+    );
+    assert.deepEqual(settled(one(offer("pv-1", { claimRef: ref }, "Released"), live)), [
+      "claim-settled",
+      "volume-settled",
+    ]);
+    const retained = offer("pv-1", { claimRef: ref, persistentVolumeReclaimPolicy: "Retain" }, "Released");
+    assert.deepEqual(settled(one(retained)), []);
+    const failed = offer("pv-1", { claimRef: ref, persistentVolumeReclaimPolicy: "Recycle" }, "Failed");
+    assert.deepEqual(settled(one(failed)), ["volume-settled"]);
+    assert.deepEqual(settled(one(failed), [{ uid: "uid-pv-1", reason: "VolumeFailedRecycle" }]), []);
+    const withMessage = { ...failed, status: { phase: "Failed", message: "recycler pod failed" } };
+    assert.deepEqual(settled(one(withMessage)), []);
+    assert.deepEqual(settled(one(offer("pv-1", {}, "Pending"))), ["volume-settled"]);
+  });
+
+  test("the settled state ignores resourceVersions and the second writer's mark, nothing else", () => {
+    const a = world({ kind: "PersistentVolume", object: offer("pv-1") });
+    const touched = world({
+      kind: "PersistentVolume",
+      object: offer("pv-1", {}, "Available", { resourceVersion: "9", annotations: { [TOUCHED]: "3" } }),
+    });
+    assert.equal(settledState(a), settledState(touched));
+    assert.notEqual(
+      settledState(a),
+      settledState(world({ kind: "PersistentVolume", object: offer("pv-1", {}, "Bound") })),
+    );
+  });
+
+  test("a Retain volume is never made Available again nor deleted by kvc", () => {
+    const ref = { namespace: "default", name: "a", uid: "uid-a" };
+    const retain = (phase: string, claimRef?: typeof ref) =>
+      offer("pv-1", { persistentVolumeReclaimPolicy: "Retain", ...(claimRef ? { claimRef } : {}) }, phase);
+    const reused = history(
+      { kind: "PersistentVolume", object: retain("Bound", ref) },
+      { kind: "PersistentVolume", object: retain("Released", ref) },
+      { kind: "PersistentVolume", object: retain("Available") },
+    );
+    const vs = checkObservations(reused);
+    assert.deepEqual(invariants(vs), ["retain-kept"]);
+    assert.match(vs[0]!.message, /PV pv-1 \(Retain\) was Released and is now Available \(rv 3\)/);
+    assert.deepEqual(checkObservations(reused.slice(0, 2)), []);
+    const del = (userAgent: string, code = 200): AuditEvent => ({
+      verb: "delete",
+      user: { username: "admin" },
+      userAgent,
+      requestURI: "/api/v1/persistentvolumes/pv-1",
+      objectRef: { resource: "persistentvolumes", name: "pv-1" },
+      responseStatus: { code },
+      requestReceivedTimestamp: new Date(T0).toISOString(),
+    });
+    const kvc = "kube-volume-controller/v0.1.0 (linux/x64) host_a";
+    assert.deepEqual(invariants(retainedNotDeleted([del(kvc)], reused)), ["retain-kept"]);
+    assert.deepEqual(retainedNotDeleted([del(kvc, 404), del("chaos-workload")], reused), []);
+  });
+
+  test("settled takes N consecutive passing polls of one state; a change or a violation starts over", () => {
+    const w = new SettleWindow(3);
+    const broken = [{ invariant: "claim-settled", message: "x" }];
+    assert.deepEqual(
+      [
+        w.observe([], "a"),
+        w.observe([], "a"),
+        w.observe([], "b"),
+        w.observe([], "b"),
+        w.observe(broken, "b"),
+        w.observe([], "b"),
+        w.observe([], "b"),
+        w.observe([], "b"),
+      ],
+      [false, false, false, false, false, false, false, true],
+    );
   });
 });
