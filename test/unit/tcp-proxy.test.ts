@@ -140,9 +140,10 @@ describe("TcpProxyThread", () => {
     };
     try {
       await proxy.partition("drop");
-      await (
-        await open()
-      ).closed;
+      // Refused: reset as soon as accepted, which the client may see before its own connect event.
+      const refused = connect(proxy.port, "127.0.0.1").on("error", () => {});
+      sockets.push(refused);
+      await new Promise((resolve) => refused.on("close", resolve));
       await proxy.heal();
       const { s, closed } = await open();
       const answer = once(s, "data");
