@@ -228,10 +228,14 @@ export async function runScenarios(config: E2EConfig): Promise<ScenarioResult[]>
         await gone(`VolumeAttachment ${va.metadata?.name}`, () =>
           storage.readVolumeAttachment({ name: va.metadata?.name ?? "" }),
         );
-        const handle = (await core.readPersistentVolume({ name: pv })).spec?.csi?.volumeHandle ?? "";
+        const spec = (await core.readPersistentVolume({ name: pv })).spec;
+        const handle = spec?.csi?.volumeHandle ?? "";
         const hasVolume = config.driverHasVolume;
         if (hasVolume && !(await hasVolume(handle))) throw new Error(`the driver has no volume ${handle}`);
         await core.deleteNamespacedPersistentVolumeClaim({ namespace: ns, name });
+        // A provisioned volume (reclaim Delete) goes, from the API and from the driver; a static one
+        // (the embedded suite's, Retain) stays Released.
+        if (spec?.persistentVolumeReclaimPolicy !== "Delete") return;
         await gone(`PV ${pv}`, () => core.readPersistentVolume({ name: pv }));
         if (hasVolume) {
           await waitFor(async () => !(await hasVolume(handle)), {
