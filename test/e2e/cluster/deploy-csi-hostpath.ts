@@ -7,8 +7,8 @@
  * What differs from deploy.sh, and why:
  * - deploy.sh downloads the sidecars' RBAC from GitHub; here it comes from the archives (the same
  *   files at the tags the images are built from).
- * - Images: the tags upstream e2e v1.37.2 deploys (the archives' tags, built by images.sh) replace
- *   the manifest's older ones, as deploy.sh's <NAME>_TAG variables would.
+ * - Images: the tags upstream e2e v1.37.2 deploys (the archives' tags, built by images.sh, which
+ *   lists them) replace the manifest's older ones, as deploy.sh's <NAME>_TAG variables would.
  * - The external-health-monitor-controller sidecar is dropped: its source is not among the archives,
  *   and it only reports volume health (no part of binding, attaching or provisioning).
  * - csi-hostpath-testing.yaml (a socat pod exposing the driver's socket for csi-sanity) is not applied.
@@ -23,21 +23,21 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { dump, loadAll } from "js-yaml";
 
-const archives = fileURLToPath(new URL("../../../../shared/third_party/kubernetes-csi/", import.meta.url));
+// As images.sh finds them.
+const archives =
+  process.env.KVC_CSI_SOURCES ??
+  fileURLToPath(new URL("../../../../shared/third_party/kubernetes-csi/", import.meta.url));
 const { values } = parseArgs({ options: { kubectl: { type: "string" }, kubeconfig: { type: "string" } } });
 if (!values.kubectl || !values.kubeconfig) throw new Error("--kubectl and --kubeconfig are required");
 const kubectlArgs = ["--kubeconfig", values.kubeconfig];
 
-/** The archives and the tags of the images built from them (images.sh). */
-const TAGS: Record<string, string> = {
-  hostpathplugin: "v1.17.1",
-  "csi-node-driver-registrar": "v2.17.0",
-  livenessprobe: "v2.19.0",
-  "csi-attacher": "v4.12.0",
-  "csi-provisioner": "v6.3.0",
-  "csi-resizer": "v2.2.0",
-  "csi-snapshotter": "v8.6.0",
-};
+/** The references of the images built here, by repository name (images.sh reads the tags upstream's e2e uses). */
+const BUILT = new Map(
+  execFileSync(fileURLToPath(new URL("images.sh", import.meta.url)), ["list"], { encoding: "utf8" })
+    .trim()
+    .split("\n")
+    .map((ref) => [/([^/:]+):[^:]+$/.exec(ref)?.[1] ?? "", ref] as const),
+);
 const DROPPED_CONTAINERS = new Set(["csi-external-health-monitor-controller"]);
 
 interface Manifest {
@@ -69,10 +69,9 @@ function load(file: string): Manifest[] {
 
 /** The manifest's image with the tag built here; an image not built here is an error, not a pull. */
 function retag(image: string): string {
-  const m = /^(.*\/)([^/:]+):[^:]+$/.exec(image);
-  const tag = m?.[2] && TAGS[m[2]];
-  if (!m || !tag) throw new Error(`no image is built here for ${image}`);
-  return `${m[1] ?? ""}${m[2] ?? ""}:${tag}`;
+  const built = BUILT.get(/([^/:]+):[^:]+$/.exec(image)?.[1] ?? "");
+  if (!built) throw new Error(`no image is built here for ${image}`);
+  return built;
 }
 
 const work = mkdtempSync(join(tmpdir(), "kvc-csi-"));
