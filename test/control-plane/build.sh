@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries named as arguments (kube-apiserver, kube-controller-manager, etcd;
 # none: those three; the real cluster of test/e2e/cluster also asks for kube-scheduler, kube-proxy,
-# kubelet and kubectl, and upstream's e2e storage tests for e2e.test, see e2e/) with upstream's release flags into
+# kubelet and kubectl, and upstream's e2e storage tests for e2e.test and the ginkgo CLI that runs it in
+# parallel, see e2e/) with upstream's release flags into
 # ${KVC_CACHE_DIR:-~/.cache/kube-volume-controller}/k8s/<k8s-version>/ . A binary already there
 # (checked against a stamp of the go.mod/go.sum it was built from, one stamp per binary) is not
 # rebuilt, so a caller asks only for what it needs: `npm start` never waits for kube-controller-manager.
@@ -18,9 +19,9 @@ wanted=("$@")
 [[ ${#wanted[@]} -gt 0 ]] || wanted=(kube-apiserver kube-controller-manager etcd)
 for name in "${wanted[@]}"; do
   case $name in
-  kube-apiserver | kube-controller-manager | etcd | kube-scheduler | kube-proxy | kubelet | kubectl | e2e.test) ;;
+  kube-apiserver | kube-controller-manager | etcd | kube-scheduler | kube-proxy | kubelet | kubectl | e2e.test | ginkgo) ;;
   *)
-    echo "build.sh: unknown binary \"$name\" (want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet, kubectl or e2e.test)" >&2
+    echo "build.sh: unknown binary \"$name\" (want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet, kubectl, e2e.test or ginkgo)" >&2
     exit 2
     ;;
   esac
@@ -109,6 +110,8 @@ for name in "${missing[@]}"; do
   case $name in
   etcd) go_build etcd etcd go.etcd.io/etcd/server/v3 -ldflags "-s -w" ;;
   e2e.test) go_build e2e.test . ./e2e -ldflags "$ldflags" ;;
+  # The CLI at the version e2e.test links (go.mod): only it runs a suite's specs in parallel processes.
+  ginkgo) go_build ginkgo . github.com/onsi/ginkgo/v2/ginkgo -ldflags "-s -w" ;;
   *) go_build "$name" . "k8s.io/kubernetes/cmd/$name" -tags selinux,notest -ldflags "$ldflags" ;;
   esac
 done
