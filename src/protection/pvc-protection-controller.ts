@@ -21,7 +21,12 @@ import { handleSyncError } from "./sync-error.js";
 import { addPodPVCIndexerIfNotPresent, POD_PVC_INDEX, podPVCKeys } from "../volume/common/common.js";
 import { isPodTerminated } from "../volume/util/pod.js";
 import { podUsesPVCForDeletion, podUsesPVCForUnusedSince } from "./pod-usage.js";
-import { findUnusedCondition, unusedConditionChange, withUnusedCondition } from "./unused-condition.js";
+import {
+  findUnusedCondition,
+  unusedConditionChange,
+  unusedConditionValue,
+  withUnusedCondition,
+} from "./unused-condition.js";
 import { mergePatch } from "../runtime/client.js";
 
 export interface PVCProtectionControllerOptions {
@@ -44,7 +49,10 @@ export interface PVCProtectionControllerOptions {
    * condition of bound claims current.
    */
   unusedCondition?: boolean;
-  /** Shadow mode (src/shadow): a deletion candidate KCM released before our worker saw it is still judged. */
+  /**
+   * Shadow mode (src/shadow): a deletion candidate KCM released, or a claim whose Unused condition KCM
+   * changed, before our worker saw it is still judged.
+   */
   shadow?: boolean;
 }
 
@@ -85,7 +93,14 @@ export class PVCProtectionController {
         this.#pvcAddedUpdated(pvc);
       },
       onUpdate: (old, pvc) => {
-        if (this.#unsynced && isDeletionCandidate(old, PVC_PROTECTION_FINALIZER)) {
+        // Shadow mode: the version KCM released, or changed the Unused condition of, is judged too
+        // (kvc's worker may only meet the next one, which already holds KCM's answer). Kept even when
+        // synced already: the pods around it may have changed since.
+        if (
+          this.#unsynced &&
+          (isDeletionCandidate(old, PVC_PROTECTION_FINALIZER) ||
+            (this.#unusedCondition && unusedConditionValue(old) !== unusedConditionValue(pvc)))
+        ) {
           this.#unsynced.keep(old);
           this.#queue.add(objectKey(old));
         }

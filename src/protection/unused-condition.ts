@@ -31,6 +31,20 @@ export function findUnusedCondition(
   return pvc.status?.conditions?.find((c) => c.type === PVC_UNUSED);
 }
 
+/**
+ * The Unused condition as compared (shadow mode): status and reason, without the transition time,
+ * which no two writers share. Undefined when the claim has none. Checked shapes: the shadow passes
+ * request bodies as they were sent.
+ */
+export function unusedConditionValue(pvc: V1PersistentVolumeClaim | undefined): string | undefined {
+  const conditions: unknown = pvc?.status?.conditions;
+  if (!Array.isArray(conditions)) return undefined;
+  const c = (conditions as (Partial<V1PersistentVolumeClaimCondition> | null)[]).find(
+    (x) => x?.type === PVC_UNUSED,
+  );
+  return c && `${String(c.status)} ${c.reason ?? ""}`.trimEnd();
+}
+
 /** The claim's conditions with the (first) Unused one replaced in place, or appended, stamped `now`. */
 export function withUnusedCondition(
   pvc: V1PersistentVolumeClaim,

@@ -33,6 +33,13 @@ export interface ComparatorOptions {
 
 const MAX_PENDING_PER_KEY = 8;
 
+/** A condition's window: the value each side wrote last since it opened. */
+interface Settling {
+  kvc?: Decision;
+  upstream?: Decision;
+  cancel: () => void;
+}
+
 interface Pending {
   decision: Decision;
   side: "kvc" | "upstream";
@@ -62,6 +69,11 @@ export class Comparator {
    * decisions of that one binding, not what later happens to its volumes.
    */
   readonly #implied = new Map<string, { value: string; cancel: () => void }>();
+  /**
+   * Per key of a condition (level state, not a decision of one write), the value each side last
+   * wrote since the key's window opened; compared when it closes, a grace window later.
+   */
+  readonly #settling = new Map<string, Settling>();
 
   constructor(o: ComparatorOptions) {
     this.#o = o;
@@ -81,6 +93,10 @@ export class Comparator {
    * same version. Else it is no decision: kvc decides again from the version the informers hold.
    */
   confirmed(decision: Decision, upstream?: string): void {
+    if (decision.kind === "condition") {
+      if (this.#settling.has(decision.key)) this.#settle("kvc", decision);
+      return;
+    }
     const waiting = this.#pending.get(decision.key) ?? [];
     const pending = (value: string | undefined) =>
       waiting.some((p) => p.side === "upstream" && p.decision.value === value);
@@ -95,15 +111,20 @@ export class Comparator {
 
   /** Decisions still waiting for the other side. */
   get pending(): number {
-    let n = 0;
+    let n = this.#settling.size;
     for (const list of this.#pending.values()) n += list.length;
     return n;
   }
 
   /** The decisions waiting for the other side (at most `max`). */
   waiting(max: number): { side: "kvc" | "upstream"; key: string; value: string }[] {
-    return [...this.#pending.values()]
-      .flat()
+    const settling = [...this.#settling.values()].flatMap((w) =>
+      (["kvc", "upstream"] as const).flatMap((side) => {
+        const d = w[side];
+        return d ? [{ side, decision: d }] : [];
+      }),
+    );
+    return [...[...this.#pending.values()].flat(), ...settling]
       .slice(0, max)
       .map((p) => ({ side: p.side, key: p.decision.key, value: p.decision.value }));
   }
@@ -126,10 +147,16 @@ export class Comparator {
     this.#pending.clear();
     for (const { cancel } of this.#implied.values()) cancel();
     this.#implied.clear();
+    for (const { cancel } of this.#settling.values()) cancel();
+    this.#settling.clear();
   }
 
   /** `counterpart`: the other side's pending value `d` answers when none has the same value. */
   #add(side: "kvc" | "upstream", d: Decision, counterpart?: string): void {
+    if (d.kind === "condition") {
+      this.#settle(side, d);
+      return;
+    }
     const other = side === "kvc" ? "upstream" : "kvc";
     if (this.#last[side].get(d.key) === d.value) return;
     this.#last[side].set(d.key, d.value);
@@ -175,6 +202,36 @@ export class Comparator {
       oldest.cancel();
       this.#expire(d.key, oldest);
     }
+  }
+
+  /**
+   * A condition follows pods, which each side's cache sees at its own time: one may pass through a
+   * value the other never writes (Unused=True from a claim version synced before the pod showed), so
+   * conditions are compared by the value each side settles on within a grace window, not write by
+   * write. A side repeating the value it settled on, with no window open, decides nothing new.
+   */
+  #settle(side: "kvc" | "upstream", d: Decision): void {
+    let window = this.#settling.get(d.key);
+    if (!window) {
+      if (this.#last[side].get(d.key) === d.value) return;
+      const opened: Settling = { cancel: () => {} };
+      opened.cancel = this.#o.clock.setTimer(() => {
+        this.#close(d.key, opened);
+      }, this.#o.graceMs);
+      window = opened;
+      this.#settling.set(d.key, window);
+    }
+    window[side] = d;
+  }
+
+  /** A condition's window closed: the values each side settled on, compared. */
+  #close(key: string, { kvc, upstream }: Settling): void {
+    this.#settling.delete(key);
+    if (kvc) this.#last.kvc.set(key, kvc.value);
+    if (upstream) this.#last.upstream.set(key, upstream.value);
+    const outcome = kvc && upstream ? matchOutcome(kvc, upstream) : kvc ? "kvc-only" : "upstream-only";
+    const d = kvc ?? upstream;
+    if (d) this.#report(outcome, d, kvc?.value, upstream?.value);
   }
 
   /** `entry` waited in vain: one-sided, or a tie's consequence. */

@@ -18,6 +18,7 @@ import {
 import { IN_TREE_PLUGIN_PREFIX, modifyDeletionFinalizers } from "../persistentvolume/csi-migration.js";
 import { accessModesKey } from "../persistentvolume/pv-helpers.js";
 import { PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER } from "../protection/finalizer.js";
+import { unusedConditionValue } from "../protection/unused-condition.js";
 import { quantityValue, tryParseQuantity } from "../util/quantity.js";
 import { inTreeCsiMigration } from "../volume/csimigration/plugin-manager.js";
 import { RECYCLER_POD_PREFIX } from "../volume/recycler.js";
@@ -32,7 +33,8 @@ export type DecisionKind =
   | "volume-attachment"
   | "volumes-attached"
   | "event"
-  | "claim-status";
+  | "claim-status"
+  | "condition";
 
 /**
  * One decision of a volume loop, either intended (a write kvc would have sent) or observed (a change
@@ -51,6 +53,7 @@ export interface Decision {
 
 const BINDER: ControllerName = "persistentvolume-binder-controller";
 const ATTACH_DETACH: ControllerName = "persistentvolume-attach-detach-controller";
+const PVC_PROTECTION: ControllerName = "persistentvolumeclaim-protection-controller";
 
 /** The controller that owns each finalizer it removes. */
 const FINALIZER_OWNERS: Record<string, ControllerName> = {
@@ -240,10 +243,11 @@ export function claimDecisions(
     });
   }
   out.push(...phase("pvc", before.status?.phase, after.status?.phase, name));
-  // Not the pvc-protection controller's Unused condition: it follows pods, whose caches race on
-  // either side, and that controller acts on the informers' latest claim, which mostly has KCM's
-  // condition already (docs/operations.md, known limits).
   out.push(...claimStatus(name, before, after));
+  const unused = unusedConditionValue(after);
+  if (unused !== undefined && unused !== unusedConditionValue(before)) {
+    out.push({ controller: PVC_PROTECTION, kind: "condition", key: `unused pvc ${name}`, value: unused });
+  }
   return [...out, ...removedFinalizers("pvc", before, after)];
 }
 

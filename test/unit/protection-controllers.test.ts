@@ -113,6 +113,7 @@ interface PVCScenario {
   /** Only in the live list: the cache is late. */
   livePods?: V1Pod[];
   unusedCondition?: boolean;
+  shadow?: boolean;
   log?: LogSink;
 }
 
@@ -121,6 +122,7 @@ function pvcController({
   cachedPods = [],
   livePods = [],
   unusedCondition = false,
+  shadow = false,
   log = logger,
 }: PVCScenario) {
   const api = new FakeApi(pvcs, [...cachedPods, ...livePods]);
@@ -134,9 +136,10 @@ function pvcController({
     informers: { persistentVolumeClaims: () => pvcInformer, pods: () => podInformer },
     logger: log,
     unusedCondition,
+    shadow,
   });
   start([pvcInformer, podInformer], (signal) => controller.run(signal));
-  return { api, pods: podResource };
+  return { api, pods: podResource, pvcs: pvcResource };
 }
 
 function pvc(name: string, opts: { finalizers?: string[]; deleted?: boolean; ns?: string } = {}) {
@@ -407,6 +410,25 @@ describe("pvc-protection controller", () => {
       const stored = api.objects.get("default/pvc1") as V1PersistentVolumeClaim;
       assert.deepEqual(stored.metadata?.finalizers, [F]);
       assert.equal(stored.status?.conditions?.[0]?.status, "False");
+    });
+
+    test("shadow mode: the version KCM changed the condition in is judged, though the latest holds KCM's answer", async () => {
+      const { api, pvcs } = pvcController({
+        pvcs: [bound(pvc("pvc1"), "True")],
+        unusedCondition: true,
+        shadow: true,
+      });
+      // KCM saw a pod kvc's cache has not: its claim says Unused=False before kvc's worker looked.
+      api.pods.push(pod("pvc1", { phase: "Running" }));
+      const answered = bound(pvc("pvc1"), "False");
+      answered.metadata = { ...answered.metadata, resourceVersion: "2" };
+      api.objects.set("default/pvc1", structuredClone(answered));
+      await pvcs.emit({ type: "MODIFIED", object: answered });
+      // kvc's own decision, from the version KCM decided from (the shadow compares the two).
+      assert.deepEqual(await actionsSettled(api, "patch status default/pvc1 Unused=False"), [
+        "list pods default",
+        "patch status default/pvc1 Unused=False",
+      ]);
     });
 
     test("a deleted claim keeps its condition and loses only the finalizer", async () => {

@@ -209,6 +209,53 @@ describe("shadow Comparator", () => {
     assert.deepEqual(outcomes(), ["kvc-only binding pvc other/a kvc=pv-2 upstream=-"]);
   });
 
+  describe("a condition: compared by the value each side settles on within a grace window", () => {
+    const unused = (value: string): Decision => ({
+      controller: "persistentvolumeclaim-protection-controller",
+      kind: "condition",
+      key: "unused pvc ns/a",
+      value,
+    });
+
+    test("a value one side passes through (its pod cache late) is not counted, in either order", () => {
+      const { clock, comparator, outcomes } = setup();
+      comparator.intended(unused("False"));
+      comparator.observed(unused("True"));
+      comparator.observed(unused("False"));
+      assert.deepEqual(outcomes(), []);
+      assert.equal(comparator.pending, 1);
+      clock.advance(GRACE);
+      assert.deepEqual(outcomes(), ["agree unused pvc ns/a kvc=False upstream=False"]);
+      assert.equal(comparator.pending, 0);
+    });
+
+    test("settled on different values: differ; one side alone: one-sided", () => {
+      const { clock, comparator, outcomes } = setup();
+      comparator.intended(unused("False"));
+      comparator.observed(unused("True"));
+      clock.advance(GRACE);
+      comparator.observed(unused("False"));
+      clock.advance(GRACE);
+      assert.deepEqual(outcomes(), [
+        "differ unused pvc ns/a kvc=False upstream=True",
+        "upstream-only unused pvc ns/a kvc=- upstream=False",
+      ]);
+    });
+
+    test("a repeat of a settled value opens no window; a confirmation counts only within one", () => {
+      const { clock, comparator, outcomes } = setup();
+      comparator.confirmed(unused("True"));
+      comparator.observed(unused("True"));
+      comparator.confirmed(unused("True"));
+      clock.advance(GRACE);
+      comparator.intended(unused("True"));
+      comparator.observed(unused("True"));
+      clock.advance(GRACE);
+      assert.deepEqual(outcomes(), ["agree unused pvc ns/a kvc=True upstream=True"]);
+      assert.deepEqual(comparator.waiting(10), []);
+    });
+  });
+
   test("stop() drops pending decisions and their timers", () => {
     const { clock, comparator, outcomes } = setup();
     comparator.intended(binding("ns/a", "pv-1"));

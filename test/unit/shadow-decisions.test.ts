@@ -135,3 +135,38 @@ describe("shadow decisions: claim status", () => {
     assert.deepEqual(values(claimDecisions(bound, resized)), []);
   });
 });
+
+describe("shadow decisions: the Unused condition (pvc-protection controller)", () => {
+  const withUnused = (status: string, reason: string, at: string): V1PersistentVolumeClaim => ({
+    ...claim([], false),
+    status: {
+      phase: "Bound",
+      conditions: [{ type: "Unused", status, reason, lastTransitionTime: new Date(at) }],
+    },
+  });
+  const unused = (before: V1PersistentVolumeClaim, after: V1PersistentVolumeClaim) =>
+    claimDecisions(before, after)
+      .filter((d) => d.kind === "condition")
+      .map((d) => `${d.controller} ${d.key}=${d.value}`);
+
+  test("its status and reason, when either changes; not its transition time", () => {
+    const none = claim([], false);
+    const unusedNow = withUnused("True", "NoPodsUsingPVC", "2026-01-01T00:00:00Z");
+    const used = withUnused("False", "PodUsingPVC", "2026-01-01T00:00:01Z");
+    assert.deepEqual(unused(none, unusedNow), [
+      "persistentvolumeclaim-protection-controller unused pvc ns/c=True NoPodsUsingPVC",
+    ]);
+    assert.deepEqual(unused(unusedNow, used), [
+      "persistentvolumeclaim-protection-controller unused pvc ns/c=False PodUsingPVC",
+    ]);
+    assert.deepEqual(unused(used, withUnused("False", "PodUsingPVC", "2026-02-01T00:00:00Z")), []);
+  });
+
+  test("a body whose conditions are no list decides nothing, without a throw", () => {
+    const hostile = {
+      ...claim([], false),
+      status: { conditions: "Unused" },
+    } as unknown as V1PersistentVolumeClaim;
+    assert.deepEqual(unused(claim([], false), hostile), []);
+  });
+});
