@@ -42,7 +42,7 @@ export function unusedConditionValue(pvc: V1PersistentVolumeClaim | undefined): 
   const c = (conditions as (Partial<V1PersistentVolumeClaimCondition> | null)[]).find(
     (x) => x?.type === PVC_UNUSED,
   );
-  return c && `${String(c.status)} ${c.reason ?? ""}`.trimEnd();
+  return c ? `${String(c.status)} ${c.reason ?? ""}`.trimEnd() : undefined;
 }
 
 /** The claim's conditions with the (first) Unused one replaced in place, or appended, stamped `now`. */

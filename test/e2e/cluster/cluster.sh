@@ -308,6 +308,27 @@ start() {
   echo $! >"$state/pids/$name"
 }
 
+# The node (containerd, the kubelet and so every container) runs in a PID and mount namespace of its
+# own whose PID 1 is ours: upstream's e2e runs commands on the node from a privileged hostPID pod
+# through `nsenter --mount=/rootfs/proc/1/ns/mnt` (test/e2e/storage/utils/host_exec.go), and this
+# machine's own PID 1 may not be entered (its capabilities exceed ours). Its mounts (volumes, the
+# pods' netns) stay inside it; host mounts reach it (slave propagation). When its PID 1 dies (unshare
+# kills it as it dies itself, under pdeathsig like every process here) the kernel kills everything in
+# it: containers, shims and all.
+start_node_namespace() {
+  start node unshare --pid --kill-child=KILL --mount-proc --propagation slave \
+    bash -c 'trap "exit 0" TERM; while :; do sleep 3600 & wait; done' # reaps the shims it adopts
+  wait_for "the node's namespace" 10 pgrep -P "$(cat "$state/pids/node")"
+  pgrep -P "$(cat "$state/pids/node")" >"$state/pids/node-init"
+}
+
+# start_in_node NAME BINARY ARGS...: start, in the node's namespace.
+start_in_node() {
+  local name=$1
+  shift
+  start "$name" nsenter --target="$(cat "$state/pids/node-init")" --mount --pid -- "$@"
+}
+
 # wait_for WHAT SECONDS COMMAND...: polls COMMAND every half second; on timeout shows the logs.
 wait_for() {
   local what=$1 deadline=$((SECONDS + $2))
@@ -338,7 +359,8 @@ bring_up() {
   kubelet_config
   proxy_config
 
-  start containerd containerd --config "$state/containerd/config.toml"
+  start_node_namespace
+  start_in_node containerd containerd --config "$state/containerd/config.toml"
   wait_for containerd 30 ctr --address "$state/containerd/containerd.sock" version
   "$here/images.sh" import --address "$state/containerd/containerd.sock" "${images[@]}" >&2
 
@@ -374,7 +396,7 @@ bring_up() {
     --authorization-kubeconfig="$state/kube-scheduler.kubeconfig" \
     --leader-elect=false --bind-address=127.0.0.1 --secure-port=10259
   start kube-proxy "$bin/kube-proxy" --config="$state/kube-proxy.yaml"
-  start kubelet "$bin/kubelet" --config="$state/kubelet.yaml" --kubeconfig="$state/kubelet.kubeconfig" \
+  start_in_node kubelet "$bin/kubelet" --config="$state/kubelet.yaml" --kubeconfig="$state/kubelet.kubeconfig" \
     --root-dir="$kubelet_root" --cert-dir="$state/kubelet-certs" --hostname-override="$node_name" \
     --node-ip="$node_ip"
   wait_for "node $node_name to be Ready" 120 node_ready
@@ -429,8 +451,8 @@ supervise() {
   echo "KUBECONFIG=$state/admin.kubeconfig"
   # Watch the daemons: the first to exit takes the cluster down (a half cluster is no cluster).
   local died
-  wait -n $(cat "$state"/pids/{containerd,etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy,kubelet}) || true
-  for n in containerd etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet; do
+  wait -n $(cat "$state"/pids/{node,containerd,etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy,kubelet}) || true
+  for n in node containerd etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet; do
     kill -0 "$(cat "$state/pids/$n")" 2>/dev/null || died=$n
   done
   log "${died:-a daemon} exited; last lines of its log:"
