@@ -41,6 +41,7 @@ describe("manifests/ on the real apiserver", () => {
       "PodDisruptionBudget",
       "Role",
       "RoleBinding",
+      "Service",
       "ServiceAccount",
     ]);
     const [namespace, ...rest] = all;

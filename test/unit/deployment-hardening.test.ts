@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import type { V1Deployment, V1NetworkPolicy, V1PodDisruptionBudget } from "@kubernetes/client-node";
+import type {
+  V1Deployment,
+  V1NetworkPolicy,
+  V1PodDisruptionBudget,
+  V1Service,
+} from "@kubernetes/client-node";
 import { manifestObjects } from "../support/manifests.js";
 
 // Each hardening field of the Deployment and its companions (issue 12); the apiserver's dry-run of
@@ -103,4 +108,27 @@ test("memory request and limit follow docs/operations.md's rule from the 50k-pai
   const limit = mebibytes(kvc.resources?.limits?.memory);
   assert.ok(request >= predicted && request >= settled, `request ${request} Mi`);
   assert.ok(limit >= factor * predicted && limit >= peak, `limit ${limit} Mi`);
+});
+
+test("the namespace enforces Pod Security restricted, which the pod spec meets", () => {
+  const ns = objects.find((o) => o.kind === "Namespace");
+  assert.equal(ns?.metadata?.labels?.["pod-security.kubernetes.io/enforce"], "restricted");
+  const sc = pod.spec!.securityContext!;
+  assert.equal(sc.runAsNonRoot, true);
+  assert.equal(sc.seccompProfile?.type, "RuntimeDefault");
+  assert.equal(kvc.securityContext?.allowPrivilegeEscalation, false);
+  assert.deepEqual(kvc.securityContext?.capabilities?.drop, ["ALL"]);
+  assert.ok(
+    (pod.spec!.volumes ?? []).every((v) => !v.hostPath),
+    "no hostPath volume",
+  );
+});
+
+test("a Service selects the pods on the metrics port (a ServiceMonitor finds kvc by it)", () => {
+  const svc = objects.find((o) => o.kind === "Service") as V1Service | undefined;
+  assert.ok(svc, "manifests/ ship a Service");
+  assert.ok(selects(svc.spec?.selector));
+  const port = svc.spec?.ports?.find((p) => p.name === "metrics");
+  assert.equal(port?.targetPort, "metrics");
+  assert.ok(kvc.ports?.some((p) => p.name === "metrics" && p.containerPort === port.port));
 });
