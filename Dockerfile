@@ -1,5 +1,6 @@
 # kube-volume-controller: `kvc run` on Node 24 LTS, production dependencies only, as a non-root user.
-# Nothing is written at run time, so the container works with a read-only root filesystem.
+# Nothing is written at run time outside /tmp (an emptyDir in manifests/: the FlexVolume plugin
+# directory, which kvc creates when absent), so the container works with a read-only root filesystem.
 #
 # The base is pinned to an exact tag: the Node release (the `node` dev dependency's version, so the
 # image runs the Node the tests run) and the Debian release. Not to a digest: the project's CI cannot
