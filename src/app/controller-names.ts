@@ -46,3 +46,17 @@ export function enabledControllers(list: readonly string[]): Set<ControllerName>
   }
   return new Set(CONTROLLERS.map((c) => c.name).filter((n) => decided.get(n) ?? star));
 }
+
+/**
+ * The warning for a `--controllers` value that turns off all four loops: most likely KCM's own
+ * cut-over line (`*,…,-persistentvolume-binder-controller,…`, which turns them off in KCM) pasted into
+ * kvc's flags, leaving the cluster with no volume loop at all. Undefined when any loop runs.
+ */
+export function noLoopsWarning(enabled: ReadonlySet<ControllerName>): string | undefined {
+  if (enabled.size > 0) return undefined;
+  return (
+    "--controllers turns off all four volume loops: nothing binds, provisions, reclaims, attaches or " +
+    "detaches volumes, and no protection finalizer is removed. If this is kube-controller-manager's " +
+    "--controllers line (which turns them off in KCM), give kvc its own: --controllers=* (docs/operations.md)"
+  );
+}

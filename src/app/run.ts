@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
 import pkg from "../../package.json" with { type: "json" };
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
-import type { ControllerName } from "./controller-names.js";
+import { noLoopsWarning, type ControllerName } from "./controller-names.js";
 import { newControllers, type Controller } from "./controllers.js";
 import { ExitError } from "./exit-error.js";
 import type { RunConfig } from "./options.js";
@@ -227,6 +227,8 @@ class ControllerManager {
     for (const name of unavailable) {
       this.#log.warn({ controller: name }, "controller is not part of this build yet; not started");
     }
+    const idle = noLoopsWarning(config.controllers);
+    if (idle) this.#log.warn({}, idle);
     this.#controllers = controllers;
   }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { enabledControllers } from "../../src/app/controller-names.js";
+import { enabledControllers, noLoopsWarning } from "../../src/app/controller-names.js";
 
 test("* enables every controller; -name disables one, by name or alias", () => {
   assert.equal(enabledControllers(["*"]).size, 4);
@@ -34,4 +34,21 @@ test("names KCM does not know are refused", () => {
     () => enabledControllers(["*", "-nosuchcontroller"]),
     /"-nosuchcontroller" is not in the list of known controllers/,
   );
+});
+
+test("KCM's cut-over line pasted into kvc's flags turns every loop off: warned", () => {
+  const kcmLine = [
+    "*",
+    "bootstrapsigner",
+    "tokencleaner",
+    "-persistentvolume-binder-controller",
+    "-persistentvolume-attach-detach-controller",
+    "-persistentvolumeclaim-protection-controller",
+    "-persistentvolume-protection-controller",
+  ];
+  assert.match(
+    noLoopsWarning(enabledControllers(kcmLine)) ?? "",
+    /turns off all four volume loops.*--controllers=\*/,
+  );
+  assert.equal(noLoopsWarning(enabledControllers(["*", "-attachdetach"])), undefined);
 });
