@@ -5,10 +5,10 @@ import { loadAllYaml, type KubernetesObject } from "@kubernetes/client-node";
 
 export const MANIFESTS_DIR = fileURLToPath(new URL("../../manifests/", import.meta.url));
 
-/** Every object in manifests/*.yaml, namespaces first (as kubectl apply -f needs them). */
+/** Every object in manifests/*.yaml (not the kustomization), namespaces first (as kubectl apply -f needs them). */
 export function manifestObjects(): KubernetesObject[] {
   const objects = readdirSync(MANIFESTS_DIR)
-    .filter((f) => f.endsWith(".yaml"))
+    .filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml")
     .sort()
     .flatMap((f) => loadAllYaml(readFileSync(join(MANIFESTS_DIR, f), "utf8")) as KubernetesObject[])
     .filter(Boolean);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
 import type {
   V1Deployment,
@@ -7,7 +8,8 @@ import type {
   V1PodDisruptionBudget,
   V1Service,
 } from "@kubernetes/client-node";
-import { manifestObjects } from "../support/manifests.js";
+import { loadYaml } from "@kubernetes/client-node";
+import { MANIFESTS_DIR, manifestObjects } from "../support/manifests.js";
 
 // Each hardening field of the Deployment and its companions (issue 12); the apiserver's dry-run of
 // the same manifests is in test/integration/manifests.test.ts.
@@ -140,4 +142,13 @@ test("a Service selects the pods on the metrics port (a ServiceMonitor finds kvc
   const port = svc.spec?.ports?.find((p) => p.name === "metrics");
   assert.equal(port?.targetPort, "metrics");
   assert.ok(kvc.ports?.some((p) => p.name === "metrics" && p.containerPort === port.port));
+});
+
+test("manifests/kustomization.yaml lists every manifest and sets the release image tag", () => {
+  const kustomization = loadYaml<{ resources: string[]; images: { name: string; newTag: string }[] }>(
+    readFileSync(join(MANIFESTS_DIR, "kustomization.yaml"), "utf8"),
+  );
+  const files = readdirSync(MANIFESTS_DIR).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml");
+  assert.deepEqual([...kustomization.resources].sort(), files.sort());
+  assert.deepEqual(kustomization.images, [{ name: "kube-volume-controller", newTag: `v${pkg.version}` }]);
 });
