@@ -30,11 +30,8 @@ if [ "$engine" = podman ]; then
 else
   kind load docker-image "$image" --name "$cluster"
 fi
-sed "s|image: kube-volume-controller:[^ ]*|image: $image|" manifests/deployment.yaml >"$kubeconfig.deployment.yaml"
-kubectl apply -f manifests/namespace.yaml
-kubectl apply -f manifests/serviceaccount.yaml -f manifests/clusterroles.yaml -f manifests/clusterrolebindings.yaml \
-  -f manifests/leader-election-rbac.yaml -f manifests/poddisruptionbudget.yaml -f manifests/networkpolicy.yaml \
-  -f "$kubeconfig.deployment.yaml"
+# The kustomization orders the objects (the Namespace first), as a user's `kubectl apply -k` does.
+kubectl kustomize manifests/ | sed "s|image: kube-volume-controller:[^ ]*|image: $image|" | kubectl apply -f -
 kubectl -n kube-volume-controller rollout status deploy/kube-volume-controller --timeout=180s
 
 # The CSI hostpath driver (external-attacher included) and its StorageClass csi-hostpath-sc.

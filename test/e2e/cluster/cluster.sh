@@ -421,11 +421,8 @@ build_kvc_image() {
 deploy_kvc() {
   local image=$kvc_image
   ctr --address "$state/containerd/containerd.sock" -n k8s.io images import "$state/kvc-image.tar" >/dev/null
-  # Files in dependency order (kubectl apply -f DIR applies them alphabetically).
-  for f in namespace serviceaccount clusterroles clusterrolebindings leader-election-rbac poddisruptionbudget networkpolicy; do
-    kubectl apply -f "manifests/$f.yaml" >/dev/null
-  done
-  sed "s|image: kube-volume-controller:[^ ]*|image: $image|" manifests/deployment.yaml | kubectl apply -f - >/dev/null
+  # The kustomization orders the objects (the Namespace first), as a user's `kubectl apply -k` does.
+  kubectl kustomize manifests/ | sed "s|image: kube-volume-controller:[^ ]*|image: $image|" | kubectl apply -f - >/dev/null
   kubectl -n kube-volume-controller rollout status deploy/kube-volume-controller --timeout=180s >&2
 }
 
