@@ -113,7 +113,7 @@ test("build.sh refuses a binary it does not know", () => {
   assert.equal(r.status, 2);
   assert.match(
     r.stderr,
-    /unknown binary "kube-dns" \(want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet, kubectl or e2e.test\)/,
+    /unknown binary "kube-dns" \(want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet, kubectl, e2e.test or ginkgo\)/,
   );
   assert.deepEqual(r.built, []);
 });
