@@ -25,24 +25,28 @@ export function unusedConditionChange(
   return undefined;
 }
 
+/**
+ * The claim's Unused condition. Checked shapes: the shadow passes request bodies as they were sent
+ * (a `conditions` that is no list, a null entry).
+ */
 export function findUnusedCondition(
-  pvc: V1PersistentVolumeClaim,
+  pvc: V1PersistentVolumeClaim | undefined,
 ): V1PersistentVolumeClaimCondition | undefined {
-  return pvc.status?.conditions?.find((c) => c.type === PVC_UNUSED);
+  const conditions: unknown = pvc?.status?.conditions;
+  if (!Array.isArray(conditions)) return undefined;
+  return (
+    (conditions as (V1PersistentVolumeClaimCondition | null)[]).find((c) => c?.type === PVC_UNUSED) ??
+    undefined
+  );
 }
 
 /**
  * The Unused condition as compared (shadow mode): status and reason, without the transition time,
- * which no two writers share. Undefined when the claim has none. Checked shapes: the shadow passes
- * request bodies as they were sent.
+ * which no two writers share. Undefined when the claim has none.
  */
 export function unusedConditionValue(pvc: V1PersistentVolumeClaim | undefined): string | undefined {
-  const conditions: unknown = pvc?.status?.conditions;
-  if (!Array.isArray(conditions)) return undefined;
-  const c = (conditions as (Partial<V1PersistentVolumeClaimCondition> | null)[]).find(
-    (x) => x?.type === PVC_UNUSED,
-  );
-  return c ? `${String(c.status)} ${c.reason ?? ""}`.trimEnd() : undefined;
+  const c = findUnusedCondition(pvc);
+  return c ? `${c.status} ${c.reason ?? ""}`.trimEnd() : undefined;
 }
 
 /** The claim's conditions with the (first) Unused one replaced in place, or appended, stamped `now`. */
