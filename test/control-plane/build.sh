@@ -3,9 +3,12 @@
 # none: those three; the real cluster of test/e2e/cluster also asks for kube-scheduler, kube-proxy,
 # kubelet and kubectl, and upstream's e2e storage tests for e2e.test and the ginkgo CLI that runs it in
 # parallel, see e2e/) with upstream's release flags into
-# ${KVC_CACHE_DIR:-~/.cache/kube-volume-controller}/k8s/<k8s-version>/ . A binary already there
-# (checked against a stamp of the go.mod/go.sum it was built from, one stamp per binary) is not
-# rebuilt, so a caller asks only for what it needs: `npm start` never waits for kube-controller-manager.
+# ${KVC_CACHE_DIR:-~/.cache/kube-volume-controller}/k8s/<k8s-version>/ . The Go tools the tests run
+# (helm, promtool) come from modules of their own in tools/<name>/ (so their dependency versions never
+# shift the control plane's) and go to the same directory. A binary
+# already there (checked against a stamp of the go.mod/go.sum it was built from, one stamp per binary)
+# is not rebuilt, so a caller asks only for what it needs: `npm start` never waits for
+# kube-controller-manager.
 # Prints the directory on stdout as its last line; progress goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -14,20 +17,28 @@ etcd=$(cat ETCD_VERSION)
 cache=${KVC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-volume-controller}
 out="$cache/k8s/$k8s"
 stamp=$(cat go.mod go.sum etcd/go.mod etcd/go.sum build.sh | sha256sum | cut -c1-16)
+# stamp_of NAME: a tool's stamp covers only its own module, so a new helm relinks nothing else.
+stamp_of() {
+  case $1 in
+  helm | promtool) cat "tools/$1/go.mod" "tools/$1/go.sum" build.sh | sha256sum | cut -c1-16 ;;
+  *) echo "$stamp" ;;
+  esac
+}
 
 wanted=("$@")
 [[ ${#wanted[@]} -gt 0 ]] || wanted=(kube-apiserver kube-controller-manager etcd)
 for name in "${wanted[@]}"; do
   case $name in
   kube-apiserver | kube-controller-manager | etcd | kube-scheduler | kube-proxy | kubelet | kubectl | e2e.test | ginkgo) ;;
+  helm | promtool) ;;
   *)
-    echo "build.sh: unknown binary \"$name\" (want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet, kubectl, e2e.test or ginkgo)" >&2
+    echo "build.sh: unknown binary \"$name\" (want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet, kubectl, e2e.test, ginkgo, helm or promtool)" >&2
     exit 2
     ;;
   esac
 done
 
-built() { [[ -x "$out/$1" && "$(cat "$out/.stamp-$1" 2>/dev/null)" == "$stamp" ]]; }
+built() { [[ -x "$out/$1" && "$(cat "$out/.stamp-$1" 2>/dev/null)" == "$(stamp_of "$1")" ]]; }
 
 mmss() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
@@ -84,7 +95,7 @@ go_build() {
     return 1
   fi
   mv "$out/$name.tmp.$$" "$out/$name"
-  echo "$stamp" >"$out/.stamp-$name"
+  stamp_of "$name" >"$out/.stamp-$name"
   echo "built $name in $(mmss $((SECONDS - start)))" >&2
 }
 
@@ -112,6 +123,8 @@ for name in "${missing[@]}"; do
   e2e.test) go_build e2e.test . ./e2e -ldflags "$ldflags" ;;
   # The CLI at the version e2e.test links (go.mod): only it runs a suite's specs in parallel processes.
   ginkgo) go_build ginkgo . github.com/onsi/ginkgo/v2/ginkgo -ldflags "-s -w" ;;
+  helm) go_build helm tools/helm helm.sh/helm/v4/cmd/helm -ldflags "-s -w" ;;
+  promtool) go_build promtool tools/promtool github.com/prometheus/prometheus/cmd/promtool -ldflags "-s -w" ;;
   *) go_build "$name" . "k8s.io/kubernetes/cmd/$name" -tags selinux,notest -ldflags "$ldflags" ;;
   esac
 done
