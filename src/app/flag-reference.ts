@@ -25,7 +25,7 @@ export function flagReference(): string {
     "Generated from `src/app/options.ts` by `npm run docs:flags`; do not edit by hand. Names and defaults are",
     "kube-controller-manager's; durations are Go durations (`15s`, `1m30s`). Every other flag of",
     `kube-controller-manager ${KCM_VERSION} is accepted and ignored (named in one warning at start-up); see`,
-    "[operations.md](operations.md#installing-beside-kcm).",
+    "[operations.md](operations.md#configuring-kvc).",
     "",
     sections.join("\n"),
   ].join("\n");

@@ -78,6 +78,19 @@ test("build.sh builds only the binaries asked for, once each (a stamp per binary
   assert.deepEqual(all.built, ["k8s.io/kubernetes/cmd/kube-controller-manager"], "no argument: all three");
 });
 
+test("build.sh builds helm and promtool from modules of their own, each stamped by its own module", () => {
+  const r = build(["helm", "promtool", "kube-apiserver"], { KVC_CACHE_DIR: join(dir, "tools-cache") });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(r.built, [
+    "helm.sh/helm/v4/cmd/helm",
+    "github.com/prometheus/prometheus/cmd/promtool",
+    "k8s.io/kubernetes/cmd/kube-apiserver",
+  ]);
+  const stamp = (name: string) => readFileSync(join(r.outDir, `.stamp-${name}`), "utf8");
+  // A new helm or promtool must not relink the control plane, nor a new control plane the tools.
+  assert.equal(new Set([stamp("helm"), stamp("promtool"), stamp("kube-apiserver")]).size, 3);
+});
+
 test("build.sh reports packages compiled of total, elapsed and an estimate of what is left", () => {
   const r = build(["kube-controller-manager"], { KVC_CACHE_DIR: join(dir, "progress-cache") });
   assert.equal(r.status, 0, r.stderr);
@@ -113,7 +126,7 @@ test("build.sh refuses a binary it does not know", () => {
   assert.equal(r.status, 2);
   assert.match(
     r.stderr,
-    /unknown binary "kube-dns" \(want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet, kubectl, e2e.test or ginkgo\)/,
+    /unknown binary "kube-dns" \(want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet, kubectl, e2e.test, ginkgo, helm or promtool\)/,
   );
   assert.deepEqual(r.built, []);
 });
