@@ -10,9 +10,11 @@
 #   cluster.sh kubeconfig                       print the admin kubeconfig's path (fails when down)
 #   cluster.sh build                            only build the binaries and images (cached)
 #   cluster.sh import NAME...                   import more of images.sh's images into the node
+#   cluster.sh kcm-controllers LINE             restart KCM with --controllers=LINE
 #
 # --impl=kvc (default): KCM runs with its four volume loops off (the line test/e2e/kind-config.yaml
-# passes) and kvc is deployed; --impl=kcm: KCM runs every loop and kvc is not deployed.
+# passes) and kvc is deployed; --impl=kcm: KCM runs every loop and kvc is not deployed (with
+# --kvc-image its image is built and imported all the same, for the cutover runbook's test).
 # Without --detach, `up` stays in the foreground and Ctrl-C (or SIGTERM) takes the cluster down; with
 # it, a supervisor keeps the cluster after `up` returns (KEEP=1 means the same), until `down`.
 #
@@ -382,12 +384,11 @@ bring_up() {
   # The apiserver-kubelet-client certificate's group may use the kubelet API (kubeadm's binding).
   kubectl create clusterrolebinding kubeadm:cluster-admins --clusterrole=cluster-admin --group=kubeadm:cluster-admins >/dev/null
 
-  local controllers=$kcm_controllers_kvc
-  [ "$impl" = kcm ] && controllers=$kcm_controllers_kcm
-  start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig="$state/kube-controller-manager.kubeconfig" \
+  if [ "$impl" = kcm ]; then echo "$kcm_controllers_kcm"; else echo "$kcm_controllers_kvc"; fi >"$state/kcm-controllers"
+  start kube-controller-manager "$here/cluster.sh" run-kcm "$bin/kube-controller-manager" \
+    --kubeconfig="$state/kube-controller-manager.kubeconfig" \
     --authentication-kubeconfig="$state/kube-controller-manager.kubeconfig" \
-    --authorization-kubeconfig="$state/kube-controller-manager.kubeconfig" \
-    --controllers="$controllers" --leader-elect=false --bind-address=127.0.0.1 --secure-port=10257 \
+    --authorization-kubeconfig="$state/kube-controller-manager.kubeconfig" --leader-elect=false --bind-address=127.0.0.1 --secure-port=10257 \
     --cert-dir="$state/kcm-certs" --use-service-account-credentials=true \
     --service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
     --cluster-signing-cert-file="$p/ca.crt" --cluster-signing-key-file="$p/ca.key"
@@ -402,6 +403,7 @@ bring_up() {
   wait_for "node $node_name to be Ready" 120 node_ready
   log "control plane and node ready ($(mmss $((SECONDS - t))))"
 
+  [ -f "$state/kvc-image.tar" ] && import_kvc_image
   [ "$impl" = kvc ] && deploy_kvc
   deploy_csi_hostpath
   log "cluster up ($(mmss $((SECONDS - t))), impl=$impl)"
@@ -418,9 +420,12 @@ build_kvc_image() {
   log "kvc image built ($(mmss $((SECONDS - t))))"
 }
 
+import_kvc_image() {
+  ctr --address "$state/containerd/containerd.sock" -n k8s.io images import "$state/kvc-image.tar" >/dev/null
+}
+
 deploy_kvc() {
   local image=$kvc_image
-  ctr --address "$state/containerd/containerd.sock" -n k8s.io images import "$state/kvc-image.tar" >/dev/null
   # The kustomization orders the objects (the Namespace first), as a user's `kubectl apply -k` does.
   kubectl kustomize manifests/ | sed "s|image: kube-volume-controller:[^ ]*|image: $image|" | kubectl apply -f - >/dev/null
   kubectl -n kube-volume-controller rollout status deploy/kube-volume-controller --timeout=180s >&2
@@ -429,6 +434,23 @@ deploy_kvc() {
 deploy_csi_hostpath() {
   "$repo/node_modules/.bin/tsx" "$here/deploy-csi-hostpath.ts" \
     --kubectl="$(binaries_dir)/kubectl" --kubeconfig="$state/admin.kubeconfig" >&2
+}
+
+# run-kcm BINARY ARGS...: KCM with the --controllers line in $state/kcm-controllers, started again
+# with the line then there when `cluster.sh kcm-controllers` asks: this cluster's stand-in for kubeadm
+# re-creating KCM's static pod with new flags (KCM is no pod here). Any other exit ends it, and with it
+# the cluster.
+run_kcm() {
+  local rc
+  while :; do
+    rm -f "$state/kcm-restart"
+    setpriv --pdeathsig KILL -- "$@" --controllers="$(cat "$state/kcm-controllers")" &
+    echo $! >"$state/pids/kcm-process"
+    rc=0
+    wait $! || rc=$?
+    [ -f "$state/kcm-restart" ] || exit "$rc"
+    log "restarting kube-controller-manager with --controllers=$(cat "$state/kcm-controllers")"
+  done
 }
 
 # --- commands -------------------------------------------------------------------------------------
@@ -459,14 +481,22 @@ supervise() {
 
 cmd=${1:-}
 shift || true
-impl=kvc detach=${KEEP:-0}
+if [ "$cmd" = run-kcm ]; then
+  run_kcm "$@"
+fi
+impl=kvc detach=${KEEP:-0} with_kvc_image=0
 names=()
 for arg in "$@"; do
   case $arg in
   --impl=kvc | --impl=kcm) impl=${arg#--impl=} ;;
   --detach) detach=1 ;;
+  --kvc-image) with_kvc_image=1 ;;
   -*) echo "cluster.sh: unknown argument $arg" >&2; exit 2 ;;
-  *) [ "$cmd" = import ] || { echo "cluster.sh: unknown argument $arg" >&2; exit 2; }; names+=("$arg") ;;
+  *)
+    [[ $cmd == import || ($cmd == kcm-controllers && ${#names[@]} == 0) ]] ||
+      { echo "cluster.sh: unknown argument $arg" >&2; exit 2; }
+    names+=("$arg")
+    ;;
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "cluster.sh: needs root (containerd, kubelet, the bridge)" >&2; exit 1; }
@@ -476,7 +506,7 @@ up)
   cleanup 2>/dev/null # what a killed run left
   build_all
   mkdir -p "$state"
-  [ "$impl" = kvc ] && build_kvc_image
+  [ "$impl" = kvc ] || [ "$with_kvc_image" = 1 ] && build_kvc_image
   if [ "$detach" = 1 ]; then
     setsid "$0" supervise "--impl=$impl" </dev/null >"$state.supervisor.log" 2>&1 &
     until [ -f "$state/ready" ]; do
@@ -494,13 +524,20 @@ import)
   "$here/images.sh" import --address "$state/containerd/containerd.sock" "${names[@]}" >&2
   ;;
 supervise) supervise "$impl" ;;
+kcm-controllers)
+  [ -f "$state/ready" ] || { echo "cluster.sh: no cluster is up" >&2; exit 1; }
+  [ ${#names[@]} = 1 ] || { echo "usage: cluster.sh kcm-controllers LINE" >&2; exit 2; }
+  printf '%s\n' "${names[0]}" >"$state/kcm-controllers"
+  touch "$state/kcm-restart"
+  kill -TERM "$(cat "$state/pids/kcm-process")"
+  ;;
 down) cleanup ;;
 kubeconfig)
   [ -f "$state/ready" ] || { echo "cluster.sh: no cluster is up" >&2; exit 1; }
   echo "$state/admin.kubeconfig"
   ;;
 *)
-  echo "usage: cluster.sh up [--impl=kvc|kcm] [--detach] | down | kubeconfig" >&2
+  echo "usage: cluster.sh up [--impl=kvc|kcm] [--kvc-image] [--detach] | down | kubeconfig | kcm-controllers LINE" >&2
   exit 2
   ;;
 esac
