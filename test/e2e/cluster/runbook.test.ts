@@ -262,10 +262,20 @@ describe("docs/operations.md's cutover runbook on the real cluster", () => {
     dataIntact(3);
     const vas = (await kc().makeApiClient(StorageV1Api).listVolumeAttachment()).items;
     assert.equal(vas.length, 3);
-    const creators = vas.map(
-      (va) => va.metadata?.managedFields?.find((f) => f.operation === "Update")?.manager,
-    );
-    assert.ok(creators.includes("kube-volume-controller"), `kvc created one: ${creators.join(",")}`);
+    // Who wrote each spec: KCM attached the first two replicas' volumes, kvc the new one's.
+    const creators = vas
+      .map(
+        (va) =>
+          va.metadata?.managedFields?.find(
+            (f) => (f.fieldsV1 as Record<string, unknown> | undefined)?.["f:spec"],
+          )?.manager,
+      )
+      .sort();
+    assert.deepEqual(creators, [
+      "kube-controller-manager",
+      "kube-controller-manager",
+      "kube-volume-controller",
+    ]);
   });
 
   test("rollback: kvc to zero, KCM's loops on, KCM verified; nothing changes", async () => {
