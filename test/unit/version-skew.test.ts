@@ -92,7 +92,9 @@ function recordingClock(): Clock & { waits: number[] } {
     setTimer(fn, ms) {
       waits.push(ms);
       const t = setImmediate(fn);
-      return () => clearImmediate(t);
+      return () => {
+        clearImmediate(t);
+      };
     },
   };
 }
@@ -162,7 +164,9 @@ test("checkServerVersion stops retrying when its signal aborts", async () => {
   const clock: Clock = {
     now: () => 0,
     setTimer: () => {
-      setImmediate(() => stop.abort(new Error("shutting down")));
+      setImmediate(() => {
+        stop.abort(new Error("shutting down"));
+      });
       return () => {};
     },
   };
