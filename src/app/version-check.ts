@@ -1,5 +1,6 @@
 import { ExitError } from "./exit-error.js";
-import { versionSkew, type VersionSkew } from "./version-skew.js";
+import { versionRefused, versionSkew, type VersionSkew } from "./version-skew.js";
+import { apiStatus } from "../runtime/api-errors.js";
 import { sleep, type Clock } from "../runtime/clock.js";
 import type { JsonRequest } from "../runtime/client.js";
 import type { LogSink } from "../runtime/logger.js";
@@ -25,18 +26,22 @@ export async function checkServerVersion({
   clock: Clock;
   signal: AbortSignal;
 }): Promise<VersionSkew> {
-  let info;
-  for (let retryMs = FIRST_RETRY_MS; ; retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
+  let skew: VersionSkew | undefined;
+  for (let retryMs = FIRST_RETRY_MS; !skew; retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
     try {
-      info = await serverVersion(request, signal);
-      break;
+      skew = versionSkew(await serverVersion(request, signal));
     } catch (err) {
       if (signal.aborted) throw err;
+      const code = apiStatus(err)?.code ?? 0;
+      // Refused (RBAC without system:public-info-viewer, a proxy): asking again changes nothing.
+      if (code >= 400 && code < 500 && code !== 429) {
+        skew = versionRefused(code);
+        break;
+      }
       log.warn({ err, retryInMs: retryMs }, "could not read the kube-apiserver's /version; retrying");
       await sleep(clock, retryMs, signal);
     }
   }
-  const skew = versionSkew(info);
   switch (skew.verdict) {
     case "supported":
       log.info({ version: skew.version }, "kube-apiserver version supported");

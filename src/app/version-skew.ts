@@ -76,6 +76,17 @@ export function versionSkew(info: VersionInfo): VersionSkew {
   };
 }
 
+/** An apiserver that refuses /version (a 4xx answer, not 429): it will keep refusing. */
+export function versionRefused(code: number): VersionSkew {
+  return {
+    verdict: "unknown",
+    version: "",
+    reason:
+      `kube-apiserver answered /version with ${code}, so kvc cannot tell its version; kvc supports ` +
+      `${SUPPORTED}: going on unchecked`,
+  };
+}
+
 /**
  * [major, minor] of the APIs served: the emulated version when it differs from the binary's (an
  * apiserver from v1.31 on reports one always, its own unless --emulated-version is set).

@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { ExitError } from "../../src/app/exit-error.js";
 import { checkServerVersion } from "../../src/app/version-check.js";
 import { versionSkew } from "../../src/app/version-skew.js";
+import { ApiException } from "@kubernetes/client-node";
 import type { Clock } from "../../src/runtime/clock.js";
 import type { JsonRequest } from "../../src/runtime/client.js";
 import type { LogSink } from "../../src/runtime/logger.js";
@@ -179,4 +180,18 @@ test("checkServerVersion stops retrying when its signal aborts", async () => {
     }),
     /shutting down/,
   );
+});
+
+test("checkServerVersion does not ask again when /version is refused (4xx): it warns and goes on unchecked", async () => {
+  const log = recordingLog();
+  const clock = recordingClock();
+  const request = versionRequest(
+    new ApiException(429, "", "{}", {}),
+    new ApiException(403, "", '{"kind":"Status","code":403}', {}),
+  );
+  const skew = await checkServerVersion({ request, log, clock, signal: new AbortController().signal });
+  assert.equal(skew.verdict, "unknown");
+  assert.deepEqual(request.paths, ["/version", "/version"], "429 is retried, 403 is not");
+  assert.deepEqual(clock.waits, [1_000]);
+  assert.match(log.lines.at(-1)?.[1] ?? "", /answered \/version with 403, so kvc cannot tell its version/);
 });
