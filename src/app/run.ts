@@ -6,6 +6,7 @@ import { noLoopsWarning, type ControllerName } from "./controller-names.js";
 import { newControllers, type Controller } from "./controllers.js";
 import { ExitError } from "./exit-error.js";
 import type { RunConfig } from "./options.js";
+import { checkServerVersion } from "./version-check.js";
 import { errorMessage } from "../runtime/api-errors.js";
 import { DelegatingAuthenticator } from "../runtime/auth/authentication.js";
 import { DelegatingAuthorizer } from "../runtime/auth/authorization.js";
@@ -95,6 +96,16 @@ export async function run(
   // Lease loss and a leader's failed controllers end run() at once, whatever else is in flight.
   const fatal = Promise.withResolvers<never>();
   fatal.promise.catch(() => {}); // raced below; after a graceful stop nothing rejects it any more
+  // Beside start-up: its verdict is logged once /version answers; a refusal ends run() as fatal does.
+  const versionCheck = new AbortController();
+  checkServerVersion({
+    request: clients.requestJson,
+    log: log.child({ logger: "version-check" }),
+    clock: realClock,
+    signal: versionCheck.signal,
+  }).catch((err: unknown) => {
+    if (err instanceof ExitError) fatal.reject(err);
+  });
   const manager = new ControllerManager(
     config,
     { clients, informers, log, registry, writeGate, seams },
@@ -144,6 +155,7 @@ export async function run(
       : (shutdown.controllersDone = manager.start(shutdown.controllers));
     await Promise.race([running, fatal.promise]);
   } finally {
+    versionCheck.abort();
     shadow?.stop(); // shadow mode
     await server?.close();
     shutdown.close();

@@ -1,11 +1,11 @@
 import { spawn, execFile } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
-/** Where kube-apiserver and etcd were built. */
+/** Where kube-apiserver was built (and etcd, always at the pinned release). */
 export interface Binaries {
   dir: string;
   kubeApiserver: string;
@@ -31,18 +31,32 @@ export function repoRoot(): string {
 /** What test/control-plane/build.sh builds. */
 export type ControlPlaneBinary = "kube-apiserver" | "kube-controller-manager" | "etcd";
 
+/** The Kubernetes release the control plane is pinned to (test/control-plane/K8S_VERSION). */
+export function pinnedVersion(): string {
+  return readFileSync(join(repoRoot(), "test", "control-plane", "K8S_VERSION"), "utf8").trim();
+}
+
+/**
+ * The older release the integration tests also run kube-apiserver at (test/control-plane/skew/, built
+ * by `build.sh --skew`): one minor before the pinned one, the skew a control-plane upgrade passes through.
+ */
+export function skewVersion(): string {
+  return readFileSync(join(repoRoot(), "test", "control-plane", "skew", "K8S_VERSION"), "utf8").trim();
+}
+
 /**
  * Builds the named binaries from the Go module proxy if the cache does not hold them yet
  * (test/control-plane/build.sh; minutes cold, well under a second warm) and returns their directory.
  * `onProgress` receives the build's progress lines (packages compiled of total, an estimate) so a
- * caller can show them instead of going silent.
+ * caller can show them instead of going silent. `skew`: kube-apiserver at skewVersion() instead.
  */
 export async function buildControlPlane(
   names: readonly ControlPlaneBinary[],
   onProgress: (line: string) => void = () => {},
+  { skew = false }: { skew?: boolean } = {},
 ): Promise<string> {
   const script = join(repoRoot(), "test", "control-plane", "build.sh");
-  const child = spawn(script, names, { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(script, skew ? ["--skew", ...names] : names, { stdio: ["ignore", "pipe", "pipe"] });
   const lines: string[] = [];
   createInterface({ input: child.stderr }).on("line", (line) => {
     lines.push(line);
@@ -57,10 +71,29 @@ export async function buildControlPlane(
   return resolve(stdout.trim().split("\n").at(-1) ?? "");
 }
 
-/** kube-apiserver and etcd, what a control plane needs (kube-controller-manager only on demand). */
-export async function ensureBinaries(onProgress?: (line: string) => void): Promise<Binaries> {
-  const dir = await buildControlPlane(["kube-apiserver", "etcd"], onProgress);
-  return { dir, kubeApiserver: join(dir, "kube-apiserver"), etcd: join(dir, "etcd") };
+/**
+ * kube-apiserver and etcd, what a control plane needs (kube-controller-manager only on demand).
+ * KVC_APISERVER_VERSION picks the apiserver: unset or the pinned release, that one; the skew release
+ * (skewVersion()), that one beside the pinned etcd. Any other value fails: no build exists for it.
+ */
+export async function ensureBinaries(
+  onProgress?: (line: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Binaries> {
+  const wanted = env.KVC_APISERVER_VERSION;
+  if (wanted === undefined || wanted === "" || wanted === pinnedVersion()) {
+    const dir = await buildControlPlane(["kube-apiserver", "etcd"], onProgress);
+    return { dir, kubeApiserver: join(dir, "kube-apiserver"), etcd: join(dir, "etcd") };
+  }
+  if (wanted !== skewVersion()) {
+    throw new Error(
+      `KVC_APISERVER_VERSION=${wanted}: kube-apiserver is built at ${pinnedVersion()} ` +
+        `(test/control-plane/K8S_VERSION) or ${skewVersion()} (test/control-plane/skew/K8S_VERSION) only`,
+    );
+  }
+  const etcdDir = await buildControlPlane(["etcd"], onProgress);
+  const dir = await buildControlPlane(["kube-apiserver"], onProgress, { skew: true });
+  return { dir, kubeApiserver: join(dir, "kube-apiserver"), etcd: join(etcdDir, "etcd") };
 }
 
 /** The versions the binaries report about themselves. */

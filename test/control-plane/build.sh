@@ -9,14 +9,25 @@
 # already there (checked against a stamp of the go.mod/go.sum it was built from, one stamp per binary)
 # is not rebuilt, so a caller asks only for what it needs: `npm start` never waits for
 # kube-controller-manager.
+# `build.sh --skew kube-apiserver` builds the older apiserver the integration tests also run against,
+# from the module in skew/ (gen-go-mod.sh --skew) into k8s/<its version>/; etcd is the pinned one.
 # Prints the directory on stdout as its last line; progress goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")"
-k8s=$(cat K8S_VERSION)
+mod=.
+if [[ ${1:-} == --skew ]]; then
+  mod=skew
+  shift
+fi
+k8s=$(cat "$mod/K8S_VERSION")
 etcd=$(cat ETCD_VERSION)
 cache=${KVC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kube-volume-controller}
 out="$cache/k8s/$k8s"
-stamp=$(cat go.mod go.sum etcd/go.mod etcd/go.sum build.sh | sha256sum | cut -c1-16)
+if [[ $mod == skew ]]; then
+  stamp=$(cat skew/go.mod skew/go.sum build.sh | sha256sum | cut -c1-16)
+else
+  stamp=$(cat go.mod go.sum etcd/go.mod etcd/go.sum build.sh | sha256sum | cut -c1-16)
+fi
 # stamp_of NAME: a tool's stamp covers only its own module, so a new helm relinks nothing else.
 stamp_of() {
   case $1 in
@@ -26,6 +37,15 @@ stamp_of() {
 }
 
 wanted=("$@")
+if [[ $mod == skew ]]; then
+  [[ ${#wanted[@]} -gt 0 ]] || wanted=(kube-apiserver)
+  for name in "${wanted[@]}"; do
+    if [[ $name != kube-apiserver ]]; then
+      echo "build.sh --skew: unknown binary \"$name\" (want kube-apiserver; etcd is the pinned one)" >&2
+      exit 2
+    fi
+  done
+fi
 [[ ${#wanted[@]} -gt 0 ]] || wanted=(kube-apiserver kube-controller-manager etcd)
 for name in "${wanted[@]}"; do
   case $name in
@@ -125,7 +145,7 @@ for name in "${missing[@]}"; do
   ginkgo) go_build ginkgo . github.com/onsi/ginkgo/v2/ginkgo -ldflags "-s -w" ;;
   helm) go_build helm tools/helm helm.sh/helm/v4/cmd/helm -ldflags "-s -w" ;;
   promtool) go_build promtool tools/promtool github.com/prometheus/prometheus/cmd/promtool -ldflags "-s -w" ;;
-  *) go_build "$name" . "k8s.io/kubernetes/cmd/$name" -tags selinux,notest -ldflags "$ldflags" ;;
+  *) go_build "$name" "$mod" "k8s.io/kubernetes/cmd/$name" -tags selinux,notest -ldflags "$ldflags" ;;
   esac
 done
 echo "$out"

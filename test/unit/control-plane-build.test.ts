@@ -30,6 +30,7 @@ case $cmd in
 list) for ((i = 0; i < FAKE_GO_PACKAGES; i++)); do echo x; done ;;
 build)
   echo "$pkg" >>"$FAKE_GO_LOG"
+  echo "$PWD" >>"$FAKE_GO_LOG.dirs"
   for ((i = 0; i < FAKE_GO_PACKAGES; i++)); do echo "example.com/$pkg/p$i" >&2; done
   if [[ -n \${FAKE_GO_FAIL:-} ]]; then echo "# example.com/broken" >&2; echo "broken.go:1: syntax error" >&2; exit 1; fi
   printf '#!/bin/sh\\n' >"$out"; chmod +x "$out" ;;
@@ -42,6 +43,7 @@ function build(args: string[], env: Record<string, string> = {}) {
   const cache = join(dir, "cache");
   const log = join(dir, "builds.log");
   rmSync(log, { force: true });
+  rmSync(`${log}.dirs`, { force: true });
   const r = spawnSync(script, args, {
     encoding: "utf8",
     env: {
@@ -56,6 +58,8 @@ function build(args: string[], env: Record<string, string> = {}) {
   return {
     ...r,
     built: existsSync(log) ? readFileSync(log, "utf8").trim().split("\n") : [],
+    /** The module directory of each build. */
+    dirs: existsSync(`${log}.dirs`) ? readFileSync(`${log}.dirs`, "utf8").trim().split("\n") : [],
     outDir: r.stdout.trim().split("\n").at(-1) ?? "",
   };
 }
@@ -129,4 +133,44 @@ test("build.sh refuses a binary it does not know", () => {
     /unknown binary "kube-dns" \(want kube-apiserver, kube-controller-manager, etcd, kube-scheduler, kube-proxy, kubelet, kubectl, e2e.test, ginkgo, helm or promtool\)/,
   );
   assert.deepEqual(r.built, []);
+});
+
+test("build.sh --skew builds kube-apiserver from skew/ at its version, into a directory and stamp of its own", () => {
+  const controlPlane = fileURLToPath(new URL("../../test/control-plane/", import.meta.url));
+  const skew = readFileSync(join(controlPlane, "skew", "K8S_VERSION"), "utf8").trim();
+  const pinned = readFileSync(join(controlPlane, "K8S_VERSION"), "utf8").trim();
+  assert.notEqual(skew, pinned);
+  const cache = join(dir, "skew-cache");
+  const pinnedBuild = build(["kube-apiserver"], { KVC_CACHE_DIR: cache });
+  assert.equal(pinnedBuild.status, 0, pinnedBuild.stderr);
+  assert.equal(pinnedBuild.outDir, join(cache, "k8s", pinned));
+
+  const first = build(["--skew", "kube-apiserver"], { KVC_CACHE_DIR: cache });
+  assert.equal(first.status, 0, first.stderr);
+  assert.equal(first.outDir, join(cache, "k8s", skew));
+  assert.deepEqual(
+    first.built,
+    ["k8s.io/kubernetes/cmd/kube-apiserver"],
+    "built, though the pinned one is cached",
+  );
+  assert.deepEqual(first.dirs, [join(controlPlane, "skew")], "from the skew module");
+  assert.match(first.stderr, new RegExp(`^building kube-apiserver \\(${skew.replaceAll(".", "\\.")}, `, "m"));
+
+  const again = build(["--skew"], { KVC_CACHE_DIR: cache });
+  assert.equal(again.status, 0, again.stderr);
+  assert.deepEqual(again.built, [], "no argument: kube-apiserver, cached");
+  assert.equal(again.outDir, first.outDir);
+  assert.deepEqual(
+    build(["kube-apiserver"], { KVC_CACHE_DIR: cache }).built,
+    [],
+    "the pinned one still cached",
+  );
+
+  const etcd = build(["--skew", "etcd"], { KVC_CACHE_DIR: cache });
+  assert.equal(etcd.status, 2);
+  assert.match(
+    etcd.stderr,
+    /build\.sh --skew: unknown binary "etcd" \(want kube-apiserver; etcd is the pinned one\)/,
+  );
+  assert.deepEqual(etcd.built, []);
 });
