@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
 import { exposedSeries } from "../support/exposition.js";
@@ -38,10 +39,12 @@ async function scrapeWithLoops(kvc: KvcProcess): Promise<string> {
 describe("dashboard and alert metrics against a real kvc /metrics", () => {
   let cp: LocalControlPlane;
   let exported: Map<string, string>;
+  let leader: KvcProcess;
 
   before(async () => {
     cp = await LocalControlPlane.start();
-    const [leader, shadow] = await Promise.all([
+    let shadow: KvcProcess;
+    [leader, shadow] = await Promise.all([
       startKvc(cp.kubeconfigPath, [
         "--leader-elect-resource-namespace=default",
         "--leader-elect-resource-name=kvc-monitoring-test",
@@ -76,5 +79,65 @@ describe("dashboard and alert metrics against a real kvc /metrics", () => {
     assert.deepEqual(missing, [], "metrics kvc does not export");
     // The dashboard and the rules together name most of what kvc exports: a parser finding few is broken.
     assert.ok(checked.size >= 20, `only ${checked.size} metrics found: ${[...checked].join(", ")}`);
+  });
+
+  test("the alerts' gauges: a claim waiting for its first consumer apart from one to bind, VolumeAttachments pending", async () => {
+    const core = cp.kubeConfig().makeApiClient(CoreV1Api);
+    const storage = cp.kubeConfig().makeApiClient(StorageV1Api);
+    await storage.createStorageClass({
+      body: {
+        metadata: { name: "monitoring-wait" },
+        provisioner: "example.com/none",
+        volumeBindingMode: "WaitForFirstConsumer",
+      },
+    });
+    const claim = async (name: string, storageClassName: string) =>
+      core.createNamespacedPersistentVolumeClaim({
+        namespace: "default",
+        body: {
+          metadata: { name },
+          spec: {
+            storageClassName,
+            accessModes: ["ReadWriteOnce"],
+            resources: { requests: { storage: "1Gi" } },
+          },
+        },
+      });
+    // No pod uses it: it waits by design. No class and no PV: nothing will ever bind it.
+    const noPod = await claim("monitoring-no-pod", "monitoring-wait");
+    const noVolume = await claim("monitoring-no-volume", "");
+    const attachment = async (name: string, finalizers: string[] = []) =>
+      storage.createVolumeAttachment({
+        body: {
+          metadata: { name, finalizers },
+          spec: {
+            attacher: "monitoring.csi.example.com",
+            nodeName: "monitoring-node",
+            source: { persistentVolumeName: name },
+          },
+        },
+      });
+    const attaching = await attachment("monitoring-attaching");
+    await attachment("monitoring-detaching", ["example.com/hold"]);
+    const detaching = await storage.deleteVolumeAttachment({ name: "monitoring-detaching" });
+
+    const seconds = (time: Date | undefined) => String((time?.getTime() ?? Number.NaN) / 1000);
+    const expected = [
+      `kvc_unbound_pvc_oldest_creation_timestamp_seconds{storage_class="monitoring-wait",waiting_for="first_consumer"} ${seconds(noPod.metadata?.creationTimestamp)}`,
+      `kvc_unbound_pvc_oldest_creation_timestamp_seconds{storage_class="",waiting_for="binding"} ${seconds(noVolume.metadata?.creationTimestamp)}`,
+      `kvc_volumeattachment_oldest_pending_timestamp_seconds{attacher="monitoring.csi.example.com",operation="attach"} ${seconds(attaching.metadata?.creationTimestamp)}`,
+      `kvc_volumeattachment_oldest_pending_timestamp_seconds{attacher="monitoring.csi.example.com",operation="detach"} ${seconds(detaching.metadata?.deletionTimestamp)}`,
+    ];
+    let body = "";
+    await waitFor(
+      async () => {
+        body = (await leader.get("/metrics")).body;
+        return expected.every((line) => body.split("\n").includes(line));
+      },
+      { timeoutMs: 30_000, what: "the gauges to report the claims and VolumeAttachments" },
+    ).catch((err: unknown) => {
+      const ours = body.split("\n").filter((l) => l.startsWith("kvc_"));
+      throw new Error(`${String(err)}\nwanted:\n${expected.join("\n")}\ngot:\n${ours.join("\n")}`);
+    });
   });
 });
