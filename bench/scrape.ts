@@ -110,7 +110,7 @@ const runs = [];
 for (let i = 0; i < 5; i++) runs.push(await scrape());
 const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(
-  `${n} PVs, ${n} PVCs, ${n} pod volumes: scrape ${median(runs.map((r) => r.wallMs)).toFixed(0)} ms wall, ` +
+  `${n} PVs, ${n} PVCs, ${n} pod volumes, ${n} VolumeAttachments: scrape ${median(runs.map((r) => r.wallMs)).toFixed(0)} ms wall, ` +
     `longest event-loop block ${median(runs.map((r) => r.longestBlockMs)).toFixed(1)} ms wall, ` +
     `${median(runs.map((r) => r.longestCpuMs)).toFixed(1)} ms CPU (medians of 5), ` +
     `${runs[0]!.bytes} bytes`,
