@@ -150,6 +150,7 @@ export class AttachDetachController {
       actualVolumeSpecs: () => this.asw.getAttachedVolumes().map((v) => v.volumeSpec),
       podVolumes: () => this.#scheduledPodVolumes(),
       findPluginBySpec: (spec) => this.#o.plugins.findPluginBySpec(spec),
+      volumeAttachments: () => this.#informers.volumeAttachments.store.list(),
     });
   }
 

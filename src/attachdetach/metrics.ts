@@ -1,5 +1,6 @@
+import type { V1VolumeAttachment } from "@kubernetes/client-node";
 import { Counter, Histogram, type Registry } from "prom-client";
-import { countGauge, oncePerRegistry } from "../runtime/metrics.js";
+import { countGauge, minGauge, oncePerRegistry } from "../runtime/metrics.js";
 import { fullyQualifiedPluginName, type VolumePlugin, type VolumeSpec } from "../volume/plugin.js";
 import type { ForceDetachReason, ReconcilerMetrics } from "./reconciler.js";
 import type { OperationMetrics, OperationName } from "./operation-executor.js";
@@ -13,6 +14,8 @@ export interface AttachDetachCollectorSource {
   podVolumes(): Iterable<{ nodeName: string; spec: VolumeSpec }>;
   /** Throws when no single plugin supports the spec. */
   findPluginBySpec(spec: VolumeSpec): Pick<VolumePlugin, "name">;
+  /** The VolumeAttachments in the informer's cache. */
+  volumeAttachments(): Iterable<V1VolumeAttachment>;
 }
 
 interface Instruments {
@@ -107,6 +110,27 @@ function createInstruments(registry: Registry): Instruments {
         for (const { nodeName, spec } of source.podVolumes()) {
           const name = pluginNameOf(source, spec);
           if (name !== undefined) yield { node: nodeName, volume_plugin: name };
+        }
+      }
+    },
+  });
+  // Not upstream: how long the oldest VolumeAttachment has waited for its external-attacher. A
+  // timestamp, so that PromQL's time() minus it is the age whatever the process's clock.
+  minGauge(registry, {
+    name: "kvc_volumeattachment_oldest_pending_timestamp_seconds",
+    help: 'Since when (Unix seconds) the oldest VolumeAttachment has waited for its attacher, by attacher and operation: "attach" (not attached, from its creation) or "detach" (being deleted, from its deletionTimestamp).',
+    labelNames: ["attacher", "operation"] as const,
+    *measure() {
+      for (const source of sources) {
+        for (const va of source.volumeAttachments()) {
+          const deleting = va.metadata?.deletionTimestamp;
+          if (!deleting && va.status?.attached === true) continue;
+          const since = new Date(deleting ?? va.metadata?.creationTimestamp ?? Number.NaN).getTime();
+          if (Number.isNaN(since)) continue;
+          yield {
+            labels: { attacher: va.spec.attacher, operation: deleting ? "detach" : "attach" },
+            value: since / 1000,
+          };
         }
       }
     },

@@ -28,8 +28,8 @@ export function repoRoot(): string {
   return dir;
 }
 
-/** What test/control-plane/build.sh builds. */
-export type ControlPlaneBinary = "kube-apiserver" | "kube-controller-manager" | "etcd";
+/** What test/control-plane/build.sh builds: the control plane, and the Go tools the tests run. */
+export type ControlPlaneBinary = "kube-apiserver" | "kube-controller-manager" | "etcd" | "helm" | "promtool";
 
 /** The Kubernetes release the control plane is pinned to (test/control-plane/K8S_VERSION). */
 export function pinnedVersion(): string {

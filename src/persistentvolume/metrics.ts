@@ -1,7 +1,7 @@
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { Counter, Histogram, type Registry } from "prom-client";
 import type { Clock } from "../runtime/clock.js";
-import { countGauge, oncePerRegistry } from "../runtime/metrics.js";
+import { countGauge, minGauge, oncePerRegistry } from "../runtime/metrics.js";
 import {
   fullyQualifiedPluginName,
   PLUGIN_NAME_NOT_AVAILABLE,
@@ -9,7 +9,7 @@ import {
   type VolumePlugin,
   type VolumeSpec,
 } from "../volume/plugin.js";
-import { ClaimPhase, VolumePhase } from "./annotations.js";
+import { ANN_SELECTED_NODE, ClaimPhase, hasAnnotation, VolumePhase } from "./annotations.js";
 import { claimVAC, getClaimClass } from "./pv-helpers.js";
 
 /** The operation_name label values: the operations whose end-to-end time is measured. */
@@ -24,6 +24,8 @@ export interface CollectorSource {
   claims(): Iterable<V1PersistentVolumeClaim>;
   /** Throws when no single plugin supports the spec (VolumePluginManager.findPluginBySpec). */
   findPluginBySpec(spec: VolumeSpec): Pick<VolumePlugin, "name">;
+  /** Whether the claim's class binds WaitForFirstConsumer (isDelayBindingMode; an error counts as no). */
+  delaysBinding(claim: V1PersistentVolumeClaim): boolean;
 }
 
 type OperationLabel = "plugin_name" | "operation_name";
@@ -136,7 +138,7 @@ function createInstruments(registry: Registry): Instruments {
     for (const source of sources) for (const volume of source.volumes()) yield { source, volume };
   };
   const claims = function* () {
-    for (const source of sources) yield* source.claims();
+    for (const source of sources) for (const claim of source.claims()) yield { source, claim };
   };
   const isBound = (volume: V1PersistentVolume) => volume.status?.phase === VolumePhase.Bound;
   const claimBound = (claim: V1PersistentVolumeClaim) => claim.status?.phase === ClaimPhase.Bound;
@@ -184,7 +186,7 @@ function createInstruments(registry: Registry): Instruments {
   const claimLabelNames = ["namespace", "storage_class", "volume_attributes_class"] as const;
   const claimsByLabels = (bound: boolean) =>
     function* () {
-      for (const claim of claims()) if (claimBound(claim) === bound) yield claimLabels(claim);
+      for (const { claim } of claims()) if (claimBound(claim) === bound) yield claimLabels(claim);
     };
   countGauge(registry, {
     name: "pv_collector_bound_pvc_count",
@@ -197,6 +199,30 @@ function createInstruments(registry: Registry): Instruments {
     help: "Gauge measuring number of persistent volume claim currently unbound",
     labelNames: claimLabelNames,
     count: claimsByLabels(false),
+  });
+
+  // Not upstream: pv_collector_unbound_pvc_count also counts claims that wait, as they should, for a
+  // pod to use them, so an alert on it fires forever for a WaitForFirstConsumer claim nothing uses.
+  // A timestamp, not an age: PromQL's time() minus it is the age, whatever the process's clock.
+  minGauge(registry, {
+    name: "kvc_unbound_pvc_oldest_creation_timestamp_seconds",
+    help: 'Creation time (Unix seconds) of the oldest claim not bound, by class and what it waits for: "first_consumer" (its class binds WaitForFirstConsumer and no pod using it has been scheduled) or "binding" (any other claim not bound: a matching volume, the binder or a provisioner is due).',
+    labelNames: ["storage_class", "waiting_for"] as const,
+    measure: function* () {
+      for (const { source, claim } of claims()) {
+        if (claimBound(claim)) continue;
+        const created = new Date(claim.metadata?.creationTimestamp ?? Number.NaN).getTime();
+        if (Number.isNaN(created)) continue;
+        const firstConsumer = source.delaysBinding(claim) && !hasAnnotation(claim, ANN_SELECTED_NODE);
+        yield {
+          labels: {
+            storage_class: getClaimClass(claim),
+            waiting_for: firstConsumer ? "first_consumer" : "binding",
+          },
+          value: created / 1000,
+        };
+      }
+    },
   });
 
   const operationLabels = ["plugin_name", "operation_name"] as const;

@@ -24,7 +24,7 @@ import { syncClaim } from "./claim-sync.js";
 import { ControllerCache } from "./controller-cache.js";
 import type { PersistentVolumeMetrics } from "./metrics.js";
 import { OperationScheduler } from "./operations.js";
-import { claimKey } from "./pv-helpers.js";
+import { claimKey, isDelayBindingMode } from "./pv-helpers.js";
 import { WaitingClaims } from "./waiting-claims.js";
 import { syncVolume } from "./volume-sync.js";
 import { inTreeCsiMigration, type CsiMigration } from "../volume/csimigration/plugin-manager.js";
@@ -95,6 +95,7 @@ export class PersistentVolumeController {
           volumes: () => cache.listVolumes(),
           claims: () => cache.listClaims(),
           findPluginBySpec: (spec) => plugins.findPluginBySpec(spec),
+          delaysBinding: (claim) => isDelayBindingMode(claim, classes) === true,
         },
         clock,
       ),

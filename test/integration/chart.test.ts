@@ -43,8 +43,8 @@ const objectsOf = (yaml: string) => (loadAllYaml(yaml) as KubernetesObject[]).fi
 
 describe("the Helm chart (charts/kube-volume-controller)", () => {
   let helm: string;
-  before(() => {
-    helm = helmBinary();
+  before(async () => {
+    helm = await helmBinary();
   });
 
   test("helm lint --strict passes", () => {
@@ -99,6 +99,31 @@ describe("the Helm chart (charts/kube-volume-controller)", () => {
     );
   });
 
+  test("the PrometheusRule: the alerts for the release's scrape job; shadow mode's alone in shadow mode", () => {
+    const rule = (release: Release) =>
+      objectsOf(helmTemplate(helm, release)).find((o) => o.kind === "PrometheusRule") as KubernetesObject & {
+        spec: { groups: { name: string; rules: { alert: string; expr: string }[] }[] };
+      };
+    const kvc = rule(EVERYTHING);
+    assert.deepEqual(
+      kvc.spec.groups.map((g) => g.name),
+      ["kube-volume-controller"],
+    );
+    for (const r of kvc.spec.groups[0]?.rules ?? []) {
+      assert.doesNotMatch(r.expr, /job="kube-volume-controller"/, r.alert);
+      if (r.expr.includes("job=")) assert.match(r.expr, /job="kvc"/, r.alert);
+    }
+    const shadow = rule({
+      name: "s",
+      namespace: "s",
+      set: ["shadow.enabled=true", "prometheusRule.enabled=true"],
+    });
+    assert.deepEqual(
+      shadow.spec.groups.flatMap((g) => g.rules.map((r) => r.alert)),
+      ["KubeVolumeControllerShadowDisagreement"],
+    );
+  });
+
   describe("on the real apiserver", () => {
     let cp: LocalControlPlane;
     let objects: KubernetesObjectApi;
@@ -126,7 +151,14 @@ describe("the Helm chart (charts/kube-volume-controller)", () => {
 
     for (const [what, release] of [
       ["the defaults", { name: "kube-volume-controller", namespace: "kube-volume-controller" }],
-      ["shadow mode", { name: "kvc-shadow", namespace: "kvc-shadow", set: ["shadow.enabled=true"] }],
+      [
+        "shadow mode",
+        {
+          name: "kvc-shadow",
+          namespace: "kvc-shadow",
+          set: ["shadow.enabled=true", "prometheusRule.enabled=true"],
+        },
+      ],
       ["every option on", EVERYTHING],
     ] as const) {
       test(`helm template with ${what} passes a server-side dry-run create`, async () => {

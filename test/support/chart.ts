@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as prettier from "prettier";
+import { buildControlPlane } from "../../src/controlplane/binaries.js";
 
 /**
  * The Helm chart and manifests/, which is the chart rendered (`npm run manifests`): one source of
@@ -12,12 +13,8 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
 export const CHART_DIR = join(root, "charts", "kube-volume-controller");
 
 /** test/control-plane/build.sh's helm (built once from the Go module proxy, cached). */
-export function helmBinary(): string {
-  const dir = execFileSync(join(root, "test/control-plane/build.sh"), ["helm"], {
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return join(dir.trim().split("\n").at(-1) ?? "", "helm");
+export async function helmBinary(): Promise<string> {
+  return join(await buildControlPlane(["helm"]), "helm");
 }
 
 export interface Release {
@@ -91,7 +88,7 @@ export async function renderManifests(helm: string): Promise<Map<string, string>
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  for (const [path, text] of await renderManifests(helmBinary())) {
+  for (const [path, text] of await renderManifests(await helmBinary())) {
     mkdirSync(dirname(join(root, path)), { recursive: true });
     writeFileSync(join(root, path), text);
   }

@@ -9,7 +9,7 @@ import { describe, test } from "node:test";
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1StorageClass } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { Registry } from "prom-client";
-import { ANN_IS_DEFAULT_STORAGE_CLASS } from "../../src/persistentvolume/annotations.js";
+import { ANN_IS_DEFAULT_STORAGE_CLASS, ANN_SELECTED_NODE } from "../../src/persistentvolume/annotations.js";
 import { PersistentVolumeMetrics } from "../../src/persistentvolume/metrics.js";
 import { PersistentVolumeController } from "../../src/persistentvolume/pv-controller.js";
 import { BETA_STORAGE_CLASS_ANNOTATION } from "../../src/persistentvolume/pv-helpers.js";
@@ -144,6 +144,8 @@ describe("PV binder metrics", () => {
       (await registry.getMetricsAsJSON()).map((m) => [m.name, { type: m.type, help: m.help }]),
     );
     assert.deepEqual(Object.keys(kinds).sort(), [
+      // Not upstream's: its own test below.
+      "kvc_unbound_pvc_oldest_creation_timestamp_seconds",
       "pv_collector_bound_pv_count",
       "pv_collector_bound_pvc_count",
       "pv_collector_total_pv_count",
@@ -277,6 +279,43 @@ describe("PV binder metrics", () => {
     await ctrl.shutdown();
     assert.deepEqual(await samples(registry, "pv_collector_total_pv_count"), new Map());
     assert.deepEqual(await samples(registry, "pv_collector_bound_pvc_count"), new Map());
+  });
+
+  test("the oldest unbound claim's creation time is kept apart for claims waiting for a first consumer", async () => {
+    const created = (claim: V1PersistentVolumeClaim, iso: string) =>
+      modify(claim, (c) => {
+        c.metadata!.creationTimestamp = new Date(iso);
+      });
+    const { registry } = newController({
+      classes: [
+        storageClass("wait", MOCK_PLUGIN, "WaitForFirstConsumer"),
+        storageClass("now", MOCK_PLUGIN, "Immediate"),
+      ],
+      claims: [
+        created(newClaim("no-pod", "uid1", "1Gi", "", "Pending", "wait"), "2026-01-01T00:00:00Z"),
+        // The scheduler chose a node: binding it is the binder's (and a provisioner's) work now.
+        created(
+          withAnnotation(
+            newClaim("scheduled", "uid2", "1Gi", "", "Pending", "wait"),
+            ANN_SELECTED_NODE,
+            "node1",
+          ),
+          "2026-01-02T00:00:00Z",
+        ),
+        created(newClaim("immediate-old", "uid3", "1Gi", "", "Pending", "now"), "2026-01-03T00:00:00Z"),
+        created(newClaim("immediate-new", "uid4", "1Gi", "", "Pending", "now"), "2026-01-04T00:00:00Z"),
+        created(newClaim("bound", "uid5", "1Gi", "pv", "Bound", "now"), "2025-01-01T00:00:00Z"),
+      ],
+    });
+    const seconds = (iso: string) => Date.parse(iso) / 1000;
+    assert.deepEqual(
+      await samples(registry, "kvc_unbound_pvc_oldest_creation_timestamp_seconds"),
+      series(
+        [{ storage_class: "wait", waiting_for: "first_consumer" }, seconds("2026-01-01T00:00:00Z")],
+        [{ storage_class: "wait", waiting_for: "binding" }, seconds("2026-01-02T00:00:00Z")],
+        [{ storage_class: "now", waiting_for: "binding" }, seconds("2026-01-03T00:00:00Z")],
+      ),
+    );
   });
 
   test("a volume no plugin supports counts as plugin N/A; controllers sharing a registry add up", async () => {

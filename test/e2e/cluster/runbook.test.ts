@@ -49,7 +49,7 @@ const onLine = /KCM's loops back on\*\*: step 3 with `--controllers=([^`]+)`/.ex
 
 // The binaries and images first, with no deadline: a first build takes many minutes.
 execFileSync(script, ["build"], { stdio: ["ignore", "inherit", "inherit"] });
-const helm = helmBinary();
+const helm = await helmBinary();
 const kubectlDir =
   execFileSync(join(root, "test/control-plane/build.sh"), ["kubectl"], { encoding: "utf8" })
     .trim()
