@@ -65,7 +65,8 @@ const field = (path: string, loop: ControllerName): LoopField => ({
 /*
  * What each replaced loop writes of each kind (upstream's pv_controller, attach/detach's node status
  * updater and CSI attacher, the protection controllers). A protection finalizer shows up only where
- * the loop added it (the admission plugin adds most, and a removal leaves no owned field behind).
+ * the loop added it: the admission plugin adds most (owned by no manager), and a removal leaves no
+ * owned field behind.
  */
 const LOOP_FIELDS: Record<WatchedKind, readonly LoopField[]> = {
   PersistentVolume: [
@@ -80,6 +81,13 @@ const LOOP_FIELDS: Record<WatchedKind, readonly LoopField[]> = {
     annotation("pv.kubernetes.io/bind-completed"),
     annotation("pv.kubernetes.io/bound-by-controller"),
     finalizer("kubernetes.io/pvc-protection", "persistentvolumeclaim-protection-controller"),
+    // The PersistentVolumeClaimUnusedSinceTime condition: what shows the protection loop when the
+    // finalizer (added by admission, owned by nobody) does not.
+    {
+      path: ["f:status", "f:conditions", 'k:{"type":"Unused"}'],
+      field: "status.conditions[Unused]",
+      loop: "persistentvolumeclaim-protection-controller",
+    },
   ],
   // KCM's node lifecycle loop writes the same status entry (conditions): only volumesAttached counts.
   Node: [field("status.volumesAttached", ATTACH_DETACH)],

@@ -16,7 +16,7 @@ const entry = (manager: string, time: string, fieldsV1: object, subresource?: st
   ...(subresource && { subresource }),
 });
 
-// As upstream's v1.37 binder, attach/detach and its other loops leave them (seen on the integration test's objects).
+// As upstream's v1.37 loops leave them (the binder's as seen on test/integration/kcm-writes.test.ts's pair).
 const kcmClaimRef = (time: string) =>
   entry(KCM_FIELD_MANAGER, time, {
     "f:metadata": { "f:annotations": { "f:pv.kubernetes.io/bound-by-controller": {} } },
@@ -66,6 +66,11 @@ describe("loopWriteIn: which volume-loop field a foreign manager wrote, and when
     const finalizer = claim({ "f:metadata": { "f:finalizers": { 'v:"kubernetes.io/pvc-protection"': {} } } });
     assert.equal(finalizer?.field, "metadata.finalizers[kubernetes.io/pvc-protection]");
     assert.equal(finalizer?.loop, "persistentvolumeclaim-protection-controller");
+    const unused = claim({
+      "f:status": { "f:conditions": { ".": {}, 'k:{"type":"Unused"}': { "f:status": {} } } },
+    });
+    assert.equal(unused?.field, "status.conditions[Unused]");
+    assert.equal(unused?.loop, "persistentvolumeclaim-protection-controller");
     // KCM's ephemeral-volume loop creates claims: their spec and owner are not the binder's.
     assert.equal(
       claim({
