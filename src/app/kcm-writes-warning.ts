@@ -4,7 +4,7 @@ import { loopWriteIn, managedFieldsTime, WATCHED_KINDS, type LoopWrite } from ".
 import type { Clock } from "../runtime/clock.js";
 import type { EventRecorder } from "../runtime/events/recorder.js";
 import { objectReference } from "../runtime/events/reference.js";
-import type { LogSink } from "../runtime/logger.js";
+import { objectRef, type LogSink } from "../runtime/logger.js";
 
 /** A volume-loop write by another manager, and the object it was seen on. */
 export interface CompetingWriteReport extends LoopWrite {
@@ -59,7 +59,7 @@ export function competingWriteInspector(
   };
 }
 
-const DOCS = "docs/operations.md#installing-beside-kcm (step 1)";
+const DOCS = "docs/operations.md#installing-beside-kcm, step 1";
 
 /**
  * Warns that another manager (KCM's loops left on) writes the volume loops' fields beside kvc: both
@@ -104,20 +104,19 @@ export class CompetingWriteWarning {
     const last = this.#lastWarned.get(key);
     if (last !== undefined && now - last < this.#periodMs) return;
     this.#lastWarned.set(key, now);
-    const { name = "", namespace } = w.object.metadata ?? {};
-    const object = namespace ? `${namespace}/${name}` : name;
+    const object = objectRef(w.object);
     this.#log.warn(
       { manager: w.manager, kind: w.kind, object, field: w.field, loop: w.loop, written: w.time, docs: DOCS },
       `${w.manager} is writing ${w.kind} ${w.field}: its ${w.loop} still runs beside kvc's and they ` +
         `fight over the same objects. Turn it off in kube-controller-manager's --controllers on every ` +
-        `control-plane node (${DOCS}). Warned once per manager and kind every ${this.#periodMs / 60_000} min.`,
+        `control-plane node: ${DOCS}. Warned once per manager and kind every ${this.#periodMs / 60_000} min.`,
     );
     this.#events.event(
       objectReference(w.object, w.kind),
       "Warning",
       "CompetingWriter",
       `${w.manager} wrote ${w.field} at ${w.time}: its ${w.loop} still runs beside ` +
-        `kube-volume-controller's; turn it off in its --controllers (${DOCS})`,
+        `kube-volume-controller's; turn it off in its --controllers: ${DOCS}`,
     );
   };
 }

@@ -102,9 +102,9 @@ describe("CompetingWriteWarning: metric, log line and Event", () => {
     assert.deepEqual(
       warned.map((l) => [l.fields.kind, l.fields.object]),
       [
-        ["PersistentVolume", "pv-1"],
-        ["Node", "node-1"],
-        ["PersistentVolume", "pv-4"],
+        ["PersistentVolume", { name: "pv-1" }],
+        ["Node", { name: "node-1" }],
+        ["PersistentVolume", { name: "pv-4" }],
       ],
     );
     assert.match(warned[0]?.msg ?? "", /kube-controller-manager is writing PersistentVolume spec\.claimRef/);
