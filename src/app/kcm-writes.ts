@@ -90,6 +90,8 @@ const LOOP_FIELDS: Record<WatchedKind, readonly LoopField[]> = {
     },
   ],
   // KCM's node lifecycle loop writes the same status entry (conditions): only volumesAttached counts.
+  // The list is atomic, so kvc's first change of it takes it over; until then a node KCM attached to
+  // before the cut-over, once KCM marks it unreachable, shows a write that is not attach/detach's.
   Node: [field("status.volumesAttached", ATTACH_DETACH)],
   // Created by attach/detach's CSI attacher; nothing else in KCM writes one.
   VolumeAttachment: [field("spec.attacher", ATTACH_DETACH)],
