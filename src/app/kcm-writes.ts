@@ -97,6 +97,9 @@ const LOOP_FIELDS: Record<WatchedKind, readonly LoopField[]> = {
   VolumeAttachment: [field("spec.attacher", ATTACH_DETACH)],
 };
 
+// A default parameter's array literal would be a new array on every call, on the hot path.
+const KCM_ONLY: readonly string[] = [KCM_FIELD_MANAGER];
+
 /**
  * The first volume-loop field of `kind` that one of `managers` wrote at or after `since`, per the
  * object's managedFields; undefined if none. `since` is RFC 3339 in UTC with whole seconds, as the
@@ -108,7 +111,7 @@ export function loopWriteIn(
   kind: WatchedKind,
   managedFields: unknown,
   since: string,
-  managers: readonly string[] = [KCM_FIELD_MANAGER],
+  managers: readonly string[] = KCM_ONLY,
 ): LoopWrite | undefined {
   if (!Array.isArray(managedFields)) return undefined;
   for (const entry of managedFields as unknown[]) {
