@@ -5,6 +5,7 @@ import { CoreV1Api, type CoreV1Event, type V1ManagedFieldsEntry } from "@kuberne
 import { KCM_FIELD_MANAGER } from "../../src/app/kcm-writes.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import type { ManagedProcess } from "../../src/controlplane/process.js";
+import type { ShadowSummary } from "../../src/shadow/shadow-mode.js";
 import { mergePatch } from "../../src/runtime/client.js";
 import { waitFor } from "../../src/util/wait.js";
 import { BINDER_FLAGS, killAllKvc, startKvc, type KvcProcess } from "../support/kvc-process.js";
@@ -222,6 +223,38 @@ describe("kvc warns of KCM's volume loops still on", () => {
       series.some((s) => /manager="kube-controller-manager",kind="PersistentVolume"/.test(s)),
       series.join("\n"),
     );
+    kvc.child.kill("SIGTERM");
+    await kvc.exited;
+    await kcm.stop();
+  });
+
+  test("in shadow mode, where KCM's loops are meant to run, no warning", async () => {
+    const shadow = await startKvc(cp.kubeconfigPath, [
+      "--shadow",
+      "--pvclaimbinder-sync-period=1s",
+      "--kube-api-qps=-1",
+    ]);
+    await shadow.ready();
+    kcm = await cp.startKubeControllerManager({
+      controllers: KCM_VOLUME_LOOPS,
+      args: ["--pvclaimbinder-sync-period=1s"],
+    });
+    const bindings = async () => {
+      const res = await shadow.get("/shadow");
+      assert.equal(res.status, 200, res.body);
+      return (JSON.parse(res.body) as ShadowSummary).decisions
+        .filter((d) => d.kind === "binding")
+        .reduce((n, d) => n + d.count, 0);
+    };
+    await pair("shadowed");
+    await bound("shadowed", "KCM to bind the pair");
+    // A binding is compared once the shadow has seen KCM's write of it: what kvc would warn of.
+    await waitFor(async () => (await bindings()) > 0, {
+      timeoutMs: 60_000,
+      what: "the shadow to compare KCM's binding",
+    });
+    assert.deepEqual(warnings(shadow), []);
+    assert.deepEqual(await competingWrites(shadow), []);
     await kcm.stop();
   });
 });
