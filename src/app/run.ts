@@ -5,12 +5,14 @@ import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { noLoopsWarning, type ControllerName } from "./controller-names.js";
 import { newControllers, type Controller } from "./controllers.js";
 import { ExitError } from "./exit-error.js";
+import { competingWriteInspector, CompetingWriteWarning } from "./kcm-writes-warning.js";
 import type { RunConfig } from "./options.js";
 import { checkServerVersion } from "./version-check.js";
 import { errorMessage } from "../runtime/api-errors.js";
 import { DelegatingAuthenticator } from "../runtime/auth/authentication.js";
 import { DelegatingAuthorizer } from "../runtime/auth/authorization.js";
 import { ApiClients, delegatedKubeConfig, loadKubeConfig } from "../runtime/client.js";
+import { EventRecorder } from "../runtime/events/recorder.js";
 import { InformerFactory } from "../runtime/informer/index.js";
 import { realClock } from "../runtime/clock.js";
 import { LeaderElector } from "../runtime/leader-election.js";
@@ -85,11 +87,28 @@ export async function run(
     ...(writeGate && { writeGate }),
     ...(shadow && { recordWrite: shadow.recordWrite }), // shadow mode
   });
+  // KCM's volume loops left on beside kvc's: warned of, except in shadow mode, where they are meant to run.
+  const competing =
+    !shadow &&
+    new CompetingWriteWarning({
+      logger: log.child({ logger: "competing-writers" }),
+      events: new EventRecorder({
+        component: "kube-volume-controller",
+        core: clients.core,
+        clock: realClock,
+        logger: log,
+      }),
+      registry,
+      clock: realClock,
+    });
   const informers = new InformerFactory({
     kubeConfig,
     apis: clients,
     beforeWatch: (signal) => clients.limiter.wait(signal),
     logger: log.child({ logger: "informers" }),
+    ...(competing && {
+      inspect: competingWriteInspector({ startedAtMs: Date.now(), report: competing.report }),
+    }),
   });
   shadow?.observe(informers); // shadow mode
   const shutdown = new Shutdown(log);

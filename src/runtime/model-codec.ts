@@ -114,11 +114,16 @@ export function modelDecoder<T extends KubernetesObject>(resource: ResourceType<
 /**
  * The decoder of objects kvc caches (informers' lists and watch events, and the binder's answers to
  * its writes, which go to the same cache): modelDecoder's, without metadata.managedFields
- * (trimManagedFields).
+ * (trimManagedFields). `inspect` sees the JSON first, managedFields still there; it must not change
+ * it. They are trimmed before decoding, which would make a Date of each entry's time for nothing.
  */
 export function cachedObjectDecoder<T extends KubernetesObject>(
   resource: ResourceType<T>,
+  inspect?: (json: unknown) => void,
 ): (json: unknown) => T {
   const decode = modelDecoder(resource);
-  return (json) => trimManagedFields(decode(json));
+  return (json) => {
+    inspect?.(json);
+    return decode(trimManagedFields(json));
+  };
 }

@@ -3,7 +3,7 @@ import { describe, test } from "node:test";
 import * as models from "@kubernetes/client-node";
 import { ObjectSerializer } from "@kubernetes/client-node/dist/gen/models/ObjectSerializer.js";
 import fc from "fast-check";
-import { modelDecoder } from "../../src/runtime/model-codec.js";
+import { cachedObjectDecoder, modelDecoder } from "../../src/runtime/model-codec.js";
 import * as resources from "../../src/runtime/informer/resources.js";
 import type { ResourceType } from "../../src/runtime/informer/resources.js";
 
@@ -99,6 +99,18 @@ describe("model-codec", () => {
         conditions: [{ type: "Resizing", lastTransitionTime: "2026-12-04T10:00:01.000Z" }],
       },
     });
+  });
+
+  test("the cache's decoder shows managedFields to its inspector, then drops them", () => {
+    const managedFields = [{ manager: "kube-controller-manager", time: "2026-12-04T10:00:00Z" }];
+    const seen: unknown[] = [];
+    const decode = cachedObjectDecoder(resources.persistentVolumes, (json) => {
+      seen.push(structuredClone((json as models.KubernetesObject).metadata?.managedFields));
+    });
+    const pv = decode({ metadata: { name: "v", creationTimestamp: "2026-12-04T10:00:00Z", managedFields } });
+    assert.deepEqual(seen, [managedFields]);
+    assert.equal(pv.metadata?.managedFields, undefined);
+    assert.deepEqual(pv.metadata?.creationTimestamp, new Date("2026-12-04T10:00:00Z"));
   });
 
   test("a model that renames a field is refused at once", () => {

@@ -13,6 +13,8 @@ export interface ClientListWatchOptions {
   watchInactivityTimeoutMs: number;
   /** Waited on before each watch request, as client-go's rate limiter gates watches too. */
   beforeWatch?: (signal: AbortSignal) => Promise<void>;
+  /** Sees each listed or watched object's JSON before managedFields are trimmed (cachedObjectDecoder). */
+  inspect?: ((json: unknown) => void) | undefined;
 }
 
 /**
@@ -26,7 +28,7 @@ export function clientListWatch<T extends KubernetesObject>(
   scope: Scope,
   opts: ClientListWatchOptions,
 ): ListerWatcher<T> {
-  const decodeCached = cachedObjectDecoder(resource);
+  const decodeCached = cachedObjectDecoder(resource, opts.inspect);
   const { transform } = resource;
   const decodeObject = transform ? (json: unknown) => transform(decodeCached(json)) : decodeCached;
   const watcher = new Watch(kc);

@@ -32,6 +32,12 @@ export interface InformerFactoryOptions {
   pageSize?: number;
   /** See ReflectorOptions.stallTimeoutMs. */
   stallTimeoutMs?: number;
+  /**
+   * For a resource's client-node model (ResourceType.model), what sees each of its objects' JSON
+   * before managedFields are trimmed (the competing-writer check), if anything. On the decode path of
+   * every object: it must be cheap and must not change the object.
+   */
+  inspect?: (model: string) => ((json: unknown) => void) | undefined;
 }
 
 export type ClusterScope = Omit<Scope, "namespace">;
@@ -58,6 +64,7 @@ export class InformerFactory {
   readonly #resyncPeriodMs: number;
   readonly #pageSize: number | undefined;
   readonly #stallTimeoutMs: number;
+  readonly #inspect: InformerFactoryOptions["inspect"];
   readonly #informers = new Map<string, unknown>();
   readonly #notStarted: Runnable[] = [];
   readonly #started: Runnable[] = [];
@@ -71,6 +78,7 @@ export class InformerFactory {
     this.#resyncPeriodMs = opts.resyncPeriodMs ?? 0;
     this.#pageSize = opts.pageSize;
     this.#stallTimeoutMs = opts.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+    this.#inspect = opts.inspect;
   }
 
   persistentVolumes(scope: ClusterScope = {}): SharedInformer<V1PersistentVolume> {
@@ -120,6 +128,7 @@ export class InformerFactory {
       listerWatcher: clientListWatch(this.#kc, this.#apis.requestJson, resource, scope, {
         watchInactivityTimeoutMs: this.#stallTimeoutMs + 30_000,
         ...(this.#beforeWatch && { beforeWatch: this.#beforeWatch }),
+        inspect: this.#inspect?.(resource.model),
       }),
       clock: this.#clock,
       logger: this.#log,
