@@ -94,6 +94,8 @@ function fitsAt<T extends Sized>(chunk: Chunk<T>, i: number, min: Sized): boolea
 /** Items in (capacity, name) order, as a list of sorted chunks. */
 export class CapacityOrder<T extends Sized> {
   readonly #chunks: Chunk<T>[] = [];
+  /** The key of each chunk's last item: the search for a chunk reads this one array. */
+  readonly #lastKeys: number[] = [];
   #size = 0;
 
   get size(): number {
@@ -107,6 +109,7 @@ export class CapacityOrder<T extends Sized> {
     const chunk = chunks[c];
     if (!chunk) {
       chunks.push({ items: [item], keys: [item.capacityKey] });
+      this.#lastKeys.push(item.capacityKey);
       return;
     }
     const { items, keys } = chunk;
@@ -121,8 +124,11 @@ export class CapacityOrder<T extends Sized> {
     items[at] = item;
     keys[at] = item.capacityKey;
     if (items.length > 2 * CHUNK) {
-      chunks.splice(c + 1, 0, { items: items.splice(CHUNK), keys: keys.splice(CHUNK) });
+      const split = { items: items.splice(CHUNK), keys: keys.splice(CHUNK) };
+      chunks.splice(c + 1, 0, split);
+      this.#lastKeys.splice(c + 1, 0, lastKey(split));
     }
+    this.#lastKeys[c] = lastKey(chunk);
   }
 
   remove(item: T): boolean {
@@ -136,12 +142,18 @@ export class CapacityOrder<T extends Sized> {
     chunk.items.splice(i, 1);
     chunk.keys.splice(i, 1);
     const next = chunks[c + 1];
-    if (chunk.items.length === 0) chunks.splice(c, 1);
-    else if (next && chunk.items.length + next.items.length <= CHUNK) {
+    if (chunk.items.length === 0) {
+      chunks.splice(c, 1);
+      this.#lastKeys.splice(c, 1);
+      return true;
+    }
+    if (next && chunk.items.length + next.items.length <= CHUNK) {
       chunk.items.push(...next.items);
       chunk.keys.push(...next.keys);
       chunks.splice(c + 1, 1);
+      this.#lastKeys.splice(c + 1, 1);
     }
+    this.#lastKeys[c] = lastKey(chunk);
     return true;
   }
 
@@ -153,8 +165,9 @@ export class CapacityOrder<T extends Sized> {
     let hi = chunks.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const chunk = chunks[mid] as Chunk<T>;
-      if (fitsAt(chunk, chunk.items.length - 1, min)) hi = mid;
+      const byKey = (this.#lastKeys[mid] as number) - min.capacityKey;
+      const chunk = byKey === byKey ? undefined : (chunks[mid] as Chunk<T>);
+      if (chunk ? fitsAt(chunk, chunk.items.length - 1, min) : byKey >= 0) hi = mid;
       else lo = mid + 1;
     }
     for (let c = lo; c < chunks.length; c++) {
@@ -184,13 +197,20 @@ export class CapacityOrder<T extends Sized> {
     let hi = chunks.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const chunk = chunks[mid] as Chunk<T>;
-      if (atOrAfter(chunk, chunk.items.length - 1, item)) hi = mid;
+      const byKey = (this.#lastKeys[mid] as number) - item.capacityKey;
+      let after = byKey > 0;
+      if (!after && !(byKey < 0)) {
+        const chunk = chunks[mid] as Chunk<T>;
+        after = atOrAfter(chunk, chunk.items.length - 1, item);
+      }
+      if (after) hi = mid;
       else lo = mid + 1;
     }
     return lo;
   }
 }
+
+const lastKey = <T>(chunk: Chunk<T>): number => chunk.keys[chunk.keys.length - 1] as number;
 
 /** The first index in a sorted chunk whose item is ≥ item. */
 function indexIn<T extends Sized>(chunk: Chunk<T>, item: T): number {

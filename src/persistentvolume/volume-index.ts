@@ -5,7 +5,6 @@ import {
   accessModesMask,
   checkNodeAffinity,
   claimKey,
-  claimRequest,
   claimVAC,
   compileLabelSelector,
   getClaimClass,
@@ -295,7 +294,8 @@ export function claimQuery(claim: V1PersistentVolumeClaim, node?: TargetNode): C
   if (unknown.length) {
     return new Error(`claim ${key} requests unsupported access modes ${unknown.join(", ")}`);
   }
-  const request = claimRequest(claim);
+  // claimRequest, through the capacities' memo: most claims ask for a size many have asked for.
+  const request = parseCapacity(claim.spec?.resources?.requests?.storage)?.quantity;
   if (request === undefined) {
     const raw = describe(claim.spec?.resources?.requests?.storage);
     return new Error(`claim ${key} has no valid spec.resources.requests.storage (${raw})`);
