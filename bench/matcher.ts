@@ -36,6 +36,9 @@ const { values: args } = parseArgs({
     "goal-sample": { type: "string" },
   },
 });
+if (args.only !== undefined && args.only !== "compare" && args.only !== "goal") {
+  throw new Error(`--only: compare or goal, not ${args.only}`);
+}
 const SIZES = args.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000];
 const GOAL_PVS = Number(args["goal-pvs"] ?? (args.quick ? 20_000 : 1_000_000));
 const GOAL_CLAIMS = Number(args["goal-claims"] ?? (args.quick ? 10_000 : 100_000));
