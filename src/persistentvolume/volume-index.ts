@@ -5,7 +5,6 @@ import {
   accessModesMask,
   checkNodeAffinity,
   claimKey,
-  claimRequest,
   claimVAC,
   compileLabelSelector,
   getClaimClass,
@@ -19,6 +18,8 @@ import {
   type Labels,
 } from "./pv-helpers.js";
 import { compareQuantities, quoteQuantity, type Quantity } from "../util/quantity.js";
+import { capacityProbe, parseCapacity, type Sized } from "./capacity-order.js";
+import { selectorAnchors, VolumeGroup, type SelectorAnchor } from "./volume-group.js";
 
 /**
  * The PV controller's volume cache and its claim matcher: upstream's index.go findBestMatchForClaim +
@@ -30,7 +31,8 @@ import { compareQuantities, quoteQuantity, type Quantity } from "../util/quantit
  * - Available, unbound, not-deleting PVs with a valid capacity sit in groups keyed by
  *   (access-mode mask, class, volumeMode, VAC), which are exactly upstream's equality filters, each
  *   ordered by capacity: a lookup binary-searches the smallest fit and walks upward only past PVs the
- *   claim's selector rejects.
+ *   claim's selector rejects; a selector with an equality, In or Exists requirement walks only the
+ *   group's PVs carrying one of its labels (VolumeGroup).
  * - PVs with a claimRef are found through a claimRef (namespace/name) index; the pre-bound filters
  *   (capacity, volumeMode, VAC, deletion) are checked per candidate.
  * - Unbound, not-deleting PVs in another phase (new ones are Pending) sit in groups of their own:
@@ -51,8 +53,12 @@ import { compareQuantities, quoteQuantity, type Quantity } from "../util/quantit
 export class VolumeIndex {
   readonly #byName = new Map<string, Entry>();
   readonly #byClaimRef = new Map<string, Entry[]>();
-  /** Groups by "<phase>:<access-mode mask>:<attributes>", phase "A" for Available, "T" for turning Available. */
-  readonly #groups = new Map<string, CapacityOrder>();
+  /**
+   * Groups by class, volumeMode and VAC (nested maps: no key string built per add or lookup), then
+   * by slot: phase (AVAILABLE or TURNING_AVAILABLE) plus access-mode mask, so a lookup finds its
+   * attributes once, not per bucket.
+   */
+  readonly #groups = new Map<string, Map<string, Map<string, Slots>>>();
 
   get size(): number {
     return this.#byName.size;
@@ -73,22 +79,39 @@ export class VolumeIndex {
   add(pv: V1PersistentVolume): string | undefined {
     const name = pv.metadata?.name;
     if (!name) return "persistent volume without metadata.name is not indexed";
-    this.delete(name);
+    if (this.#byName.has(name)) this.delete(name);
     const spec = pv.spec;
-    const capacity = volumeCapacity(pv);
+    const parsed = parseCapacity(spec?.capacity?.storage);
+    const capacity = parsed?.quantity;
     const modes = accessModesMask(spec?.accessModes);
     const ref = spec?.claimRef;
     const claimRefKey = ref == null ? undefined : `${ref.namespace ?? ""}/${ref.name ?? ""}`;
-    let group: CapacityOrder | undefined;
+    let group: Group | undefined;
     if (ref == null && capacity !== undefined && pv.metadata?.deletionTimestamp == null) {
-      const phase = pv.status?.phase === "Available" ? AVAILABLE : TURNING_AVAILABLE;
-      const key = `${phase}:${modes}:${groupAttributes(getVolumeClass(pv), volumeModeOf(spec), volumeVAC(pv))}`;
-      group = this.#groups.get(key);
-      if (!group) this.#groups.set(key, (group = new CapacityOrder(key)));
+      const storageClass = getVolumeClass(pv);
+      const volumeMode = volumeModeOf(spec);
+      const vac = volumeVAC(pv);
+      const slot = (pv.status?.phase === "Available" ? AVAILABLE : TURNING_AVAILABLE) + modes;
+      let byMode = this.#groups.get(storageClass);
+      if (!byMode) this.#groups.set(storageClass, (byMode = new Map<string, Map<string, Slots>>()));
+      let byVAC = byMode.get(volumeMode);
+      if (!byVAC) byMode.set(volumeMode, (byVAC = new Map<string, Slots>()));
+      let slots = byVAC.get(vac);
+      if (!slots) byVAC.set(vac, (slots = []));
+      group = slots[slot] ??= { storageClass, volumeMode, vac, slot, volumes: new VolumeGroup() };
     }
-    const entry: Entry = { pv, name, capacity, modes, group, claimRefKey };
+    const entry: Entry = {
+      pv,
+      name,
+      capacity,
+      capacityKey: parsed?.key ?? NaN,
+      labels: pv.metadata?.labels,
+      modes,
+      group,
+      claimRefKey,
+    };
     this.#byName.set(name, entry);
-    if (group && isSized(entry)) group.insert(entry);
+    if (group && isSized(entry)) group.volumes.insert(entry);
     if (claimRefKey !== undefined) {
       const list = this.#byClaimRef.get(claimRefKey);
       if (list) list.push(entry);
@@ -109,8 +132,8 @@ export class VolumeIndex {
     this.#byName.delete(name);
     const { group, claimRefKey } = entry;
     if (group && isSized(entry)) {
-      group.remove(entry);
-      if (group.isEmpty) this.#groups.delete(group.key);
+      group.volumes.remove(entry);
+      if (group.volumes.isEmpty) this.#dropGroup(group);
     }
     if (claimRefKey !== undefined) {
       const list = this.#byClaimRef.get(claimRefKey) ?? [];
@@ -118,6 +141,19 @@ export class VolumeIndex {
       if (list.length === 0) this.#byClaimRef.delete(claimRefKey);
     }
     return true;
+  }
+
+  /** Forgets an empty group, and the maps it leaves empty. */
+  #dropGroup({ storageClass, volumeMode, vac, slot }: Group): void {
+    const byMode = this.#groups.get(storageClass);
+    const byVAC = byMode?.get(volumeMode);
+    const slots = byVAC?.get(vac);
+    if (!byMode || !byVAC || !slots) return;
+    slots[slot] = undefined;
+    if (!slots.every((g) => g === undefined)) return;
+    byVAC.delete(vac);
+    if (byVAC.size === 0) byMode.delete(volumeMode);
+    if (byMode.size === 0) this.#groups.delete(storageClass);
   }
 
   /**
@@ -171,13 +207,15 @@ export class VolumeIndex {
    * those passing the rules the group does not stand for; what the claim decides is computed once.
    */
   #lookup(
-    phase: string,
+    phase: number,
     query: ClaimQuery,
     excluded: (name: string) => boolean,
   ): (mask: number) => Entry | undefined {
-    const attributes = groupAttributes(query.storageClass, query.volumeMode, query.vac);
+    const slots = this.#groups.get(query.storageClass)?.get(query.volumeMode)?.get(query.vac);
+    if (!slots) return () => undefined;
+    const min = capacityProbe(query.request);
     const accept = (entry: Entry) => !excluded(entry.name) && passes(query, entry, UNGROUPED_RULES);
-    return (mask) => this.#groups.get(`${phase}:${mask}:${attributes}`)?.first(query.request, accept);
+    return (mask) => slots[phase + mask]?.volumes.first(min, query.anchors, accept);
   }
 
   /** The pre-bound volume upstream would return first: earliest bucket, then smallest name. */
@@ -206,10 +244,23 @@ interface Candidate {
 
 interface Entry extends Candidate {
   readonly name: string;
+  /** capacityKey(capacity); NaN without a capacity. */
+  readonly capacityKey: number;
+  readonly labels: Labels;
   /** The group holding this PV, if it is unbound and not being deleted (Available or turning so). */
-  readonly group: CapacityOrder | undefined;
+  readonly group: Group | undefined;
   readonly claimRefKey: string | undefined;
 }
+
+/** One group of the index: its place in #groups, and its volumes. */
+interface Group {
+  readonly storageClass: string;
+  readonly volumeMode: string;
+  readonly vac: string;
+  readonly slot: number;
+  readonly volumes: VolumeGroup<SizedEntry>;
+}
+type Slots = (Group | undefined)[];
 
 /** What FindMatchingVolume reads from a claim, validated once per lookup. */
 export interface ClaimQuery {
@@ -221,6 +272,8 @@ export interface ClaimQuery {
   readonly volumeMode: string;
   readonly vac: string;
   readonly selector: LabelMatcher;
+  /** Requirements of the selector that name the labels a volume must carry (see VolumeGroup). */
+  readonly anchors: readonly SelectorAnchor[];
   /** The scheduler's path (FindMatchingVolume's node): the PV's node affinity must admit this node. */
   readonly node: TargetNode | undefined;
 }
@@ -241,7 +294,8 @@ export function claimQuery(claim: V1PersistentVolumeClaim, node?: TargetNode): C
   if (unknown.length) {
     return new Error(`claim ${key} requests unsupported access modes ${unknown.join(", ")}`);
   }
-  const request = claimRequest(claim);
+  // claimRequest, through the capacities' memo: most claims ask for a size many have asked for.
+  const request = parseCapacity(claim.spec?.resources?.requests?.storage)?.quantity;
   if (request === undefined) {
     const raw = describe(claim.spec?.resources?.requests?.storage);
     return new Error(`claim ${key} has no valid spec.resources.requests.storage (${raw})`);
@@ -255,6 +309,7 @@ export function claimQuery(claim: V1PersistentVolumeClaim, node?: TargetNode): C
     volumeMode: volumeModeOf(claim.spec),
     vac: claimVAC(claim),
     selector,
+    anchors: selectorAnchors(claim.spec?.selector),
     node,
   };
 }
@@ -463,11 +518,6 @@ function failedRequirements(
   return { wanted: failed.map((r) => r.text).join(", "), found: found.join(", ") };
 }
 
-/** Group keys are `${modes}:${attributes}`; JSON keeps them unambiguous (a collision would cross classes). */
-function groupAttributes(storageClass: string, volumeMode: string, vac: string): string {
-  return JSON.stringify([storageClass, volumeMode, vac]);
-}
-
 /** Every access-mode mask in visiting order: fewest modes first, then accessModesKey ascending. */
 const BUCKET_ORDER: readonly number[] = Array.from({ length: 1 << ACCESS_MODES.length }, (_, mask) => {
   const modes = ACCESS_MODES.filter((_, bit) => mask & (1 << bit));
@@ -483,104 +533,13 @@ function visitedBefore(a: Entry, b: Entry): boolean {
   return byBucket < 0 || (byBucket === 0 && a.name < b.name);
 }
 
-/** Group key prefixes: an Available volume; one in another phase, which its next sync makes Available. */
-const AVAILABLE = "A";
-const TURNING_AVAILABLE = "T";
+/** Group slot offsets: an Available volume; one in another phase, which its next sync makes Available. */
+const AVAILABLE = 0;
+const TURNING_AVAILABLE = 1 << ACCESS_MODES.length;
 
 const describe = (quantity: string | undefined): string =>
   quantity === undefined ? "missing" : quoteQuantity(quantity);
 
-/** An entry with a valid capacity: the only kind an available group holds. */
-type Sized = Entry & { readonly capacity: Quantity };
-const isSized = (entry: Entry): entry is Sized => entry.capacity !== undefined;
-
-/** (capacity, name) ascending; names are unique, so this is a total order. */
-function compare(a: Sized, b: Sized): number {
-  const byCapacity = compareQuantities(a.capacity, b.capacity);
-  if (byCapacity !== 0) return byCapacity;
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-}
-
-/** Chunks of at most 2·CHUNK entries keep an insert or removal from moving a whole 100k-PV group. */
-const CHUNK = 512;
-
-/** One group's PVs in (capacity, name) order, as a list of sorted chunks. */
-class CapacityOrder {
-  readonly #chunks: Sized[][] = [];
-
-  constructor(readonly key: string) {}
-
-  get isEmpty(): boolean {
-    return this.#chunks.length === 0;
-  }
-
-  insert(item: Sized): void {
-    const chunks = this.#chunks;
-    const c = Math.min(this.#chunkOf(item), chunks.length - 1);
-    const chunk = chunks[c];
-    if (!chunk) {
-      chunks.push([item]);
-      return;
-    }
-    chunk.splice(
-      lowerBound(chunk, (x) => compare(x, item) >= 0),
-      0,
-      item,
-    );
-    if (chunk.length > 2 * CHUNK) chunks.splice(c + 1, 0, chunk.splice(CHUNK));
-  }
-
-  remove(item: Sized): void {
-    const chunks = this.#chunks;
-    const c = this.#chunkOf(item);
-    const chunk = chunks[c];
-    if (!chunk) return;
-    const i = lowerBound(chunk, (x) => compare(x, item) >= 0);
-    if (chunk[i] !== item) return;
-    chunk.splice(i, 1);
-    const next = chunks[c + 1];
-    if (chunk.length === 0) chunks.splice(c, 1);
-    else if (next && chunk.length + next.length <= CHUNK) {
-      chunk.push(...next);
-      chunks.splice(c + 1, 1);
-    }
-  }
-
-  /** The smallest entry with capacity ≥ min that `accept` takes. */
-  first(min: Quantity, accept: (entry: Entry) => boolean): Entry | undefined {
-    const chunks = this.#chunks;
-    const fits = (x: Sized | undefined): boolean =>
-      x === undefined || compareQuantities(x.capacity, min) >= 0;
-    let c = lowerBound(chunks, (chunk) => fits(chunk.at(-1)));
-    const start = chunks[c];
-    let i = start ? lowerBound(start, fits) : 0;
-    for (; c < chunks.length; c++, i = 0) {
-      const chunk = chunks[c] ?? [];
-      for (; i < chunk.length; i++) {
-        const entry = chunk[i];
-        if (entry && accept(entry)) return entry;
-      }
-    }
-    return undefined;
-  }
-
-  /** The first chunk whose last item is ≥ item (chunks.length if none). */
-  #chunkOf(item: Sized): number {
-    return lowerBound(this.#chunks, (chunk) => {
-      const last = chunk.at(-1);
-      return last !== undefined && compare(last, item) >= 0;
-    });
-  }
-}
-
-/** The first index whose element satisfies `atOrAfter`, a predicate false-then-true over the list. */
-function lowerBound<T>(list: readonly T[], atOrAfter: (value: T) => boolean): number {
-  let lo = 0;
-  let hi = list.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (atOrAfter(list[mid] as T)) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
-}
+/** An entry with a valid capacity: the only kind a group holds. */
+type SizedEntry = Entry & Sized;
+const isSized = (entry: Entry): entry is SizedEntry => entry.capacity !== undefined;

@@ -28,6 +28,7 @@ import {
 import { VolumeIndex, type MatchResult } from "../../src/persistentvolume/volume-index.js";
 import { compareQuantities, ZERO_QUANTITY } from "../../src/util/quantity.js";
 import * as oracle from "./matcher-reference.js";
+import { goalMix, WAIT_FOR_FIRST_CONSUMER_CLASS } from "../../bench/matcher-mix.js";
 
 const RWO = "ReadWriteOnce";
 const ROX = "ReadOnlyMany";
@@ -1134,4 +1135,64 @@ test("a megabyte capacity or request is quoted clipped in the warning and the er
   const error = index.findBestMatch(makeClaim(huge), false).error ?? "";
   assert.match(error, /has no valid spec\.resources\.requests\.storage \("9{64}…"\)/);
   assert.ok(error.length < 300, `error of ${error.length} chars`);
+});
+
+describe("the goal benchmark's mix (bench/matcher-mix.ts), every claim against the linear oracle", () => {
+  /** Local claims bind with delayBinding, as the binder runs them (WaitForFirstConsumer). */
+  const delay = (claim: V1PersistentVolumeClaim): boolean =>
+    claim.spec?.storageClassName === WAIT_FOR_FIRST_CONSUMER_CLASS;
+
+  /** Asserts the index answers as the oracle for every claim; counts what the answers covered. */
+  function assertSameAsOracle(
+    index: VolumeIndex,
+    volumes: Iterable<V1PersistentVolume>,
+    claims: V1PersistentVolumeClaim[],
+  ): { selector: number; preboundLocal: number; tied: number } {
+    const sorted = [...volumes].sort((a, b) => (a.metadata!.name! < b.metadata!.name! ? -1 : 1));
+    const buckets = oracle.bucketByAccessModes(sorted);
+    const covered = { selector: 0, preboundLocal: 0, tied: 0 };
+    for (const claim of claims) {
+      const expected = oracle.findBestMatchLinear(claim, buckets, delay(claim)).volume;
+      assert.equal(
+        index.findBestMatch(claim, delay(claim)).volume?.metadata?.name,
+        expected?.metadata?.name,
+        claim.metadata?.name,
+      );
+      if (!expected) continue;
+      if (claim.spec?.selector) covered.selector++;
+      if (delay(claim)) covered.preboundLocal++;
+      // A tie: another volume would do as well in another visiting order (upstream's map order).
+      const shuffled = oracle.findBestMatchLinear(
+        claim,
+        oracle.bucketByAccessModes([...sorted].reverse()),
+        delay(claim),
+      ).volume;
+      if (shuffled !== expected) covered.tied++;
+    }
+    return covered;
+  }
+
+  test("every phase, selectors, pre-bound and node-affine PVs, many equal sizes; then replacements", () => {
+    const { volumes, claims } = goalMix(3_000, 500, 3);
+    const index = indexOf(volumes);
+    const covered = assertSameAsOracle(index, volumes, claims);
+    assert.ok(covered.selector >= 20, `${covered.selector} matches by a selector`);
+    assert.ok(covered.preboundLocal >= 5, `${covered.preboundLocal} WaitForFirstConsumer claims pre-bound`);
+    assert.ok(covered.tied >= 20, `${covered.tied} matches among ties`);
+    // Replace a third (new labels, phases, sizes from another seed's PVs of the same names), delete some.
+    const model = new Map(volumes.map((pv) => [pv.metadata!.name!, pv]));
+    const other = goalMix(3_000, 0, 4).volumes;
+    other.forEach((pv, i) => {
+      if (i % 3 !== 0) return;
+      if (i % 9 === 0) {
+        index.delete(pv.metadata!.name!);
+        model.delete(pv.metadata!.name!);
+      } else {
+        index.add(pv);
+        model.set(pv.metadata!.name!, pv);
+      }
+    });
+    assert.equal(index.size, model.size);
+    assertSameAsOracle(index, model.values(), claims);
+  });
 });
