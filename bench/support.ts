@@ -79,9 +79,10 @@ export function cpuSeconds(pid: number): number {
 /** USER_HZ: what /proc reports CPU times in, 100 on every Linux this runs on. */
 const CLOCK_TICKS = 100;
 
-/** Resident set size of a process, MiB. */
-export function rssMiB(pid: number): number {
-  const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+/** Resident set size of a process, MiB: now (VmRSS), or its peak so far (VmHWM, the kernel's high-water mark). */
+export function rssMiB(pid: number, which: "now" | "peak" = "now"): number {
+  const field = which === "now" ? "VmRSS" : "VmHWM";
+  const kb = new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
   return Number(kb) / 1024;
 }
 

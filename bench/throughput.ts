@@ -7,10 +7,13 @@
  *                 (test/control-plane/bench/ceiling: protobuf, HTTP/2), at a few concurrencies; the
  *                 best is the apiserver's ceiling on this machine.
  *   provisioning  N claims of a hostPath class (in-process provisioner), until every claim is Bound.
- * Per run: seconds to all Bound (and to half and 90% of them), the writes the apiserver received per
- * pair (its audit log), the controller's CPU seconds per 1,000 pairs, its RSS at the end.
+ * Per run: seconds from the controller's start to all Bound (and to half and 90% of them), the writes
+ * the apiserver received per pair (its audit log), the controller's CPU seconds per 1,000 pairs, its
+ * RSS at the end and at its peak. `--loops=binder` (default) isolates the binder on both sides;
+ * `--loops=all` runs both as deployed, with all four volume loops (binder, attach/detach, PVC and PV
+ * protection) and the same flags.
  * kvc runs compiled (dist/, `npm run build`) as in the image. Prints markdown tables; asserts nothing.
- *   npm run bench:throughput [-- --pairs=1000 --only=unthrottled,ceiling --kvc-arg=--flag=value]
+ *   npm run bench:throughput [-- --pairs=1000 --loops=all --only=unthrottled,ceiling --kvc-arg=--flag=value]
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -39,8 +42,23 @@ const { values } = parseArgs({
     only: { type: "string", default: SECTIONS.join(",") },
     "kvc-arg": { type: "string", multiple: true, default: [] },
     "ceiling-concurrency": { type: "string", default: "4,16,64" },
+    loops: { type: "string", default: "binder" },
   },
 });
+/** The loops both sides run: the binder alone, or all four as deployed. */
+function loopsOf(name: string): string[] {
+  if (name === "binder") return ["persistentvolume-binder-controller"];
+  if (name === "all") {
+    return [
+      "persistentvolume-binder-controller",
+      "persistentvolume-attach-detach-controller",
+      "persistentvolumeclaim-protection-controller",
+      "persistentvolume-protection-controller",
+    ];
+  }
+  throw new Error(`--loops: binder or all, not ${name}`);
+}
+const LOOPS = loopsOf(values.loops);
 const N = Number(values.pairs);
 const only = new Set(values.only.split(","));
 for (const s of only) if (!SECTIONS.includes(s as Section)) throw new Error(`--only: unknown section ${s}`);
@@ -82,7 +100,7 @@ async function startController(
   const flags = ["--pvclaimbinder-sync-period=15s", "--enable-hostpath-provisioner"];
   if (impl === "kcm") {
     const kcm = await cp.startKubeControllerManager({
-      controllers: ["persistentvolume-binder-controller"],
+      controllers: LOOPS,
       qps: limits.qps,
       burst: limits.burst,
       args: flags,
@@ -90,7 +108,7 @@ async function startController(
     return { pid: kcm.pid!, stop: () => kcm.stop() };
   }
   return startCompiledKvc(cp.kubeconfigPath, [
-    "--controllers=persistentvolume-binder-controller",
+    `--controllers=${LOOPS.join(",")}`,
     `--kube-api-qps=${limits.qps}`,
     `--kube-api-burst=${limits.burst}`,
     ...flags,
@@ -104,6 +122,7 @@ interface Result {
   half: number;
   most: number;
   rss: number;
+  peakRss: number;
   cpu: number;
   /** Writes the apiserver received after the start, by "verb resource[/subresource]". */
   writes: Map<string, number>;
@@ -154,7 +173,16 @@ async function measure(impl: Impl, limits: Limits, kind: "binding" | "provisioni
       );
       const seconds = at();
       const cpu = cpuSeconds(controller.pid) - cpuAtStart;
-      return { seconds, half, most, cpu, rss: rssMiB(controller.pid), writes: countWrites(cp, since) };
+      const rss = rssMiB(controller.pid);
+      return {
+        seconds,
+        half,
+        most,
+        cpu,
+        rss,
+        peakRss: rssMiB(controller.pid, "peak"),
+        writes: countWrites(cp, since),
+      };
     } finally {
       await controller.stop();
     }
@@ -225,10 +253,10 @@ if (run("ceiling")) {
 
 if (limitsRuns.length > 0) {
   console.log(
-    `\nBinding ${N} pre-created PV/PVC pairs (from controller start to all Bound)${KVC_ARGS.length ? `, kvc ${KVC_ARGS.join(" ")}` : ""}\n`,
+    `\nBinding ${N} pre-created PV/PVC pairs (from controller start to all Bound), loops: ${values.loops}${KVC_ARGS.length ? `, kvc ${KVC_ARGS.join(" ")}` : ""}\n`,
   );
   console.log(
-    "| client limits | kvc s | KCM s | kvc/KCM | kvc/ceiling | KCM/ceiling | kvc 50%/90% s | KCM 50%/90% s | kvc writes/pair | KCM writes/pair | kvc CPU s/1k | KCM CPU s/1k | kvc RSS MiB | KCM RSS MiB |",
+    "| client limits | kvc s | KCM s | kvc/KCM | kvc/ceiling | KCM/ceiling | kvc 50%/90% s | KCM 50%/90% s | kvc writes/pair | KCM writes/pair | kvc CPU s/1k | KCM CPU s/1k | kvc RSS MiB (peak) | KCM RSS MiB (peak) |",
   );
   console.log(
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -238,7 +266,7 @@ if (limitsRuns.length > 0) {
     const b = binding.get(`kcm ${label}`)!;
     const vsCeiling = (s: number) => (best ? (s / best.seconds).toFixed(2) : "");
     console.log(
-      `| ${label} | ${fmt(a.seconds)} | ${fmt(b.seconds)} | ${(a.seconds / b.seconds).toFixed(2)} | ${vsCeiling(a.seconds)} | ${vsCeiling(b.seconds)} | ${fmt(a.half)}/${fmt(a.most)} | ${fmt(b.half)}/${fmt(b.most)} | ${perPair(a.writes).toFixed(2)} | ${perPair(b.writes).toFixed(2)} | ${per1000(a.cpu)} | ${per1000(b.cpu)} | ${a.rss.toFixed(0)} | ${b.rss.toFixed(0)} |`,
+      `| ${label} | ${fmt(a.seconds)} | ${fmt(b.seconds)} | ${(a.seconds / b.seconds).toFixed(2)} | ${vsCeiling(a.seconds)} | ${vsCeiling(b.seconds)} | ${fmt(a.half)}/${fmt(a.most)} | ${fmt(b.half)}/${fmt(b.most)} | ${perPair(a.writes).toFixed(2)} | ${perPair(b.writes).toFixed(2)} | ${per1000(a.cpu)} | ${per1000(b.cpu)} | ${a.rss.toFixed(0)} (${a.peakRss.toFixed(0)}) | ${b.rss.toFixed(0)} (${b.peakRss.toFixed(0)}) |`,
     );
   }
   for (const [label] of limitsRuns) {
