@@ -17,7 +17,7 @@ import type {
   V1PersistentVolumeClaim,
   V1VolumeNodeAffinity,
 } from "@kubernetes/client-node";
-import { mulberry32 } from "../test/support/random.js";
+import { mulberry32, weightedPick } from "../test/support/random.js";
 
 export const WAIT_FOR_FIRST_CONSUMER_CLASS = "local";
 export const SELECTED_NODE = "volume.kubernetes.io/selected-node";
@@ -35,11 +35,7 @@ export interface Mix {
 export function goalMix(pvCount: number, claimCount: number, seed: number): Mix {
   const random = mulberry32(seed);
   const oneOf = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
-  const pick = <T>(weighted: readonly (readonly [T, number])[]): T => {
-    let r = random() * weighted.reduce((sum, [, w]) => sum + w, 0);
-    for (const [value, w] of weighted) if ((r -= w) < 0) return value;
-    return weighted[0]![0];
-  };
+  const pick = <T>(weighted: readonly (readonly [T, number])[]): T => weightedPick(random, weighted);
   const classes = [
     ["standard", 40],
     ["fast", 25],

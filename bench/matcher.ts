@@ -23,7 +23,7 @@ import { runInNewContext } from "node:vm";
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { VolumeIndex } from "../src/persistentvolume/volume-index.js";
 import { bucketByAccessModes, findBestMatchLinear } from "../test/unit/matcher-reference.js";
-import { mulberry32 } from "../test/support/random.js";
+import { mulberry32, weightedPick } from "../test/support/random.js";
 import { goalMix, WAIT_FOR_FIRST_CONSUMER_CLASS } from "./matcher-mix.js";
 import { checkNodeAffinity } from "../src/persistentvolume/pv-helpers.js";
 
@@ -54,9 +54,7 @@ function oneOf<T>(values: readonly T[]): T {
   return values[Math.floor(random() * values.length)]!;
 }
 function pick<T>(weighted: readonly (readonly [T, number])[]): T {
-  let r = random() * weighted.reduce((sum, [, w]) => sum + w, 0);
-  for (const [value, w] of weighted) if ((r -= w) < 0) return value;
-  return weighted[0]![0];
+  return weightedPick(random, weighted);
 }
 
 const CLASSES = [

@@ -1,3 +1,6 @@
+import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER } from "../persistentvolume/annotations.js";
+import { PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER } from "../protection/finalizer.js";
+import { PVC_UNUSED } from "../protection/unused-condition.js";
 import type { ControllerName } from "./controller-names.js";
 
 /**
@@ -72,20 +75,20 @@ const LOOP_FIELDS: Record<WatchedKind, readonly LoopField[]> = {
   PersistentVolume: [
     field("spec.claimRef", BINDER),
     field("status.phase", BINDER),
-    annotation("pv.kubernetes.io/bound-by-controller"),
-    finalizer("kubernetes.io/pv-protection", "persistentvolume-protection-controller"),
+    annotation(ANN_BOUND_BY_CONTROLLER),
+    finalizer(PV_PROTECTION_FINALIZER, "persistentvolume-protection-controller"),
   ],
   PersistentVolumeClaim: [
     field("spec.volumeName", BINDER),
     field("status.phase", BINDER),
-    annotation("pv.kubernetes.io/bind-completed"),
-    annotation("pv.kubernetes.io/bound-by-controller"),
-    finalizer("kubernetes.io/pvc-protection", "persistentvolumeclaim-protection-controller"),
+    annotation(ANN_BIND_COMPLETED),
+    annotation(ANN_BOUND_BY_CONTROLLER),
+    finalizer(PVC_PROTECTION_FINALIZER, "persistentvolumeclaim-protection-controller"),
     // The PersistentVolumeClaimUnusedSinceTime condition: what shows the protection loop when the
     // finalizer (added by admission, owned by nobody) does not.
     {
-      path: ["f:status", "f:conditions", 'k:{"type":"Unused"}'],
-      field: "status.conditions[Unused]",
+      path: ["f:status", "f:conditions", `k:${JSON.stringify({ type: PVC_UNUSED })}`],
+      field: `status.conditions[${PVC_UNUSED}]`,
       loop: "persistentvolumeclaim-protection-controller",
     },
   ],

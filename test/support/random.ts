@@ -8,3 +8,10 @@ export function mulberry32(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** One of `weighted`'s values, each as likely as its weight, drawn from `random`. */
+export function weightedPick<T>(random: () => number, weighted: readonly (readonly [T, number])[]): T {
+  let r = random() * weighted.reduce((sum, [, w]) => sum + w, 0);
+  for (const [value, w] of weighted) if ((r -= w) < 0) return value;
+  return weighted[0]![0];
+}

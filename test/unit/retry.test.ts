@@ -2,22 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Clock } from "../../src/runtime/clock.js";
 import { retryWithInterval } from "../../src/util/retry.js";
-
-/** Records every wait asked of it and ends it on the next turn of the event loop. */
-function recordingClock(): Clock & { waits: number[] } {
-  const waits: number[] = [];
-  return {
-    waits,
-    now: () => 0,
-    setTimer(fn, ms) {
-      waits.push(ms);
-      const t = setImmediate(fn);
-      return () => {
-        clearImmediate(t);
-      };
-    },
-  };
-}
+import { recordingClock } from "../support/recording-clock.js";
 
 test("retryWithInterval resolves with the first success, waiting the interval after each failure", async () => {
   const clock = recordingClock();

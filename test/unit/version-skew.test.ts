@@ -6,7 +6,8 @@ import { versionSkew } from "../../src/app/version-skew.js";
 import { ApiException } from "@kubernetes/client-node";
 import type { Clock } from "../../src/runtime/clock.js";
 import type { JsonRequest } from "../../src/runtime/client.js";
-import type { LogSink } from "../../src/runtime/logger.js";
+import { recordingClock } from "../support/recording-clock.js";
+import { recordingLogger } from "./informer-fakes.js";
 
 /** /version as kube-apiserver answers it (apimachinery's version.Info), at `git`. */
 function info(git: string, emulated?: string) {
@@ -77,29 +78,6 @@ test("a version that cannot be read is warned about, not refused", () => {
   }
 });
 
-/** Log lines as [level, message, object]. */
-function recordingLog(): LogSink & { lines: [string, string, object][] } {
-  const lines: [string, string, object][] = [];
-  const at = (level: string) => (obj: object, msg: string) => void lines.push([level, msg, obj]);
-  return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
-}
-
-/** Ends each wait on the next turn of the event loop, recording it. */
-function recordingClock(): Clock & { waits: number[] } {
-  const waits: number[] = [];
-  return {
-    waits,
-    now: () => 0,
-    setTimer(fn, ms) {
-      waits.push(ms);
-      const t = setImmediate(fn);
-      return () => {
-        clearImmediate(t);
-      };
-    },
-  };
-}
-
 /** A JsonRequest answering GET /version with `answers` in turn (an Error: rejected). */
 function versionRequest(...answers: (object | Error)[]): JsonRequest & { paths: string[] } {
   const paths: string[] = [];
@@ -114,7 +92,7 @@ function versionRequest(...answers: (object | Error)[]): JsonRequest & { paths: 
 }
 
 test("checkServerVersion reads /version until it answers, backing off, then logs a supported version", async () => {
-  const log = recordingLog();
+  const log = recordingLogger();
   const clock = recordingClock();
   const request = versionRequest(new Error("connect ECONNREFUSED"), new Error("503"), info("v1.36.3"));
   const skew = await checkServerVersion({ request, log, clock, signal: new AbortController().signal });
@@ -122,7 +100,7 @@ test("checkServerVersion reads /version until it answers, backing off, then logs
   assert.deepEqual(request.paths, ["/version", "/version", "/version"]);
   assert.deepEqual(clock.waits, [1_000, 2_000]);
   assert.deepEqual(
-    log.lines.map(([level, msg]) => [level, msg]),
+    log.lines.map(({ level, msg }) => [level, msg]),
     [
       ["warn", "could not read the kube-apiserver's /version; retrying"],
       ["warn", "could not read the kube-apiserver's /version; retrying"],
@@ -133,7 +111,7 @@ test("checkServerVersion reads /version until it answers, backing off, then logs
 
 test("checkServerVersion warns with the reason on a newer or older apiserver and goes on", async () => {
   for (const git of ["v1.38.1", "v1.35.0"]) {
-    const log = recordingLog();
+    const log = recordingLogger();
     const skew = await checkServerVersion({
       request: versionRequest(info(git)),
       log,
@@ -141,13 +119,17 @@ test("checkServerVersion warns with the reason on a newer or older apiserver and
       signal: new AbortController().signal,
     });
     assert.deepEqual(log.lines, [
-      ["warn", "reason" in skew ? skew.reason : "", { version: git, verdict: skew.verdict }],
+      {
+        level: "warn",
+        msg: "reason" in skew ? skew.reason : "",
+        obj: { version: git, verdict: skew.verdict },
+      },
     ]);
   }
 });
 
 test("checkServerVersion refuses with an ExitError carrying the reason, logged as an error too", async () => {
-  const log = recordingLog();
+  const log = recordingLogger();
   await assert.rejects(
     checkServerVersion({
       request: versionRequest(info("v1.16.0")),
@@ -157,7 +139,7 @@ test("checkServerVersion refuses with an ExitError carrying the reason, logged a
     }),
     (err: unknown) => err instanceof ExitError && err.exitCode === 1 && /too old for kvc/.test(err.message),
   );
-  assert.equal(log.lines[0]?.[0], "error");
+  assert.equal(log.lines[0]?.level, "error");
 });
 
 test("checkServerVersion stops retrying when its signal aborts", async () => {
@@ -174,7 +156,7 @@ test("checkServerVersion stops retrying when its signal aborts", async () => {
   await assert.rejects(
     checkServerVersion({
       request: versionRequest(new Error("down")),
-      log: recordingLog(),
+      log: recordingLogger(),
       clock,
       signal: stop.signal,
     }),
@@ -183,7 +165,7 @@ test("checkServerVersion stops retrying when its signal aborts", async () => {
 });
 
 test("checkServerVersion does not ask again when /version is refused (4xx): it warns and goes on unchecked", async () => {
-  const log = recordingLog();
+  const log = recordingLogger();
   const clock = recordingClock();
   const request = versionRequest(
     new ApiException(429, "", "{}", {}),
@@ -193,5 +175,5 @@ test("checkServerVersion does not ask again when /version is refused (4xx): it w
   assert.equal(skew.verdict, "unknown");
   assert.deepEqual(request.paths, ["/version", "/version"], "429 is retried, 403 is not");
   assert.deepEqual(clock.waits, [1_000]);
-  assert.match(log.lines.at(-1)?.[1] ?? "", /answered \/version with 403, so kvc cannot tell its version/);
+  assert.match(log.lines.at(-1)?.msg ?? "", /answered \/version with 403, so kvc cannot tell its version/);
 });
