@@ -13,7 +13,8 @@
  * `--loops=all` runs both as deployed, with all four volume loops (binder, attach/detach, PVC and PV
  * protection) and the same flags.
  * kvc runs compiled (dist/, `npm run build`) as in the image. Prints markdown tables; asserts nothing.
- *   npm run bench:throughput [-- --pairs=1000 --loops=all --only=unthrottled,ceiling --kvc-arg=--flag=value]
+ * `--repeat=N` runs each binding measurement N times, kvc and KCM alternating, and prints the median ratio.
+ *   npm run bench:throughput [-- --pairs=1000 --loops=all --repeat=3 --only=unthrottled,ceiling --kvc-arg=--flag=value]
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -43,6 +44,7 @@ const { values } = parseArgs({
     "kvc-arg": { type: "string", multiple: true, default: [] },
     "ceiling-concurrency": { type: "string", default: "4,16,64" },
     loops: { type: "string", default: "binder" },
+    repeat: { type: "string", default: "1" },
   },
 });
 /** The loops both sides run: the binder alone, or all four as deployed. */
@@ -66,6 +68,8 @@ const run = (s: Section) => only.has(s);
 const KVC_ARGS = values["kvc-arg"];
 const CEILING_CONCURRENCY = values["ceiling-concurrency"].split(",").map(Number);
 const CREATE_CONCURRENCY = 16;
+/** Binding runs per side (alternating kvc and KCM): one run's ratio varies by ±0.1 on a shared machine. */
+const REPEAT = Number(values.repeat);
 
 type Impl = "kvc" | "kcm";
 interface Limits {
@@ -118,7 +122,9 @@ async function startController(
 
 interface Result {
   seconds: number;
-  /** Seconds until half, and 90%, of the claims were Bound. */
+  /** Seconds until the controller was ready (/readyz, or KCM's /healthz), then until the first, half and 90% of the claims were Bound. */
+  ready: number;
+  first: number;
   half: number;
   most: number;
   rss: number;
@@ -159,12 +165,15 @@ async function measure(impl: Impl, limits: Limits, kind: "binding" | "provisioni
     const controller = await startController(cp, impl, limits);
     const cpuAtStart = cpuSeconds(controller.pid);
     const at = (): number => (performance.now() - started) / 1000;
+    const ready = at();
+    let first = Infinity;
     let half = Infinity;
     let most = Infinity;
     try {
       await waitFor(
         async () => {
           const bound = await boundCount(core);
+          if (bound >= 1) first = Math.min(first, at());
           if (bound >= N / 2) half = Math.min(half, at());
           if (bound >= 0.9 * N) most = Math.min(most, at());
           return bound === N;
@@ -176,6 +185,8 @@ async function measure(impl: Impl, limits: Limits, kind: "binding" | "provisioni
       const rss = rssMiB(controller.pid);
       return {
         seconds,
+        ready,
+        first,
         half,
         most,
         cpu,
@@ -232,17 +243,24 @@ const breakdown = (writes: Map<string, number>) =>
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([k, v]) => `${k} ${v}`)
     .join(", ");
+const milestones = (r: Result) => [r.ready, r.first, r.half, r.most].map(fmt).join("/");
 const per1000 = (cpu: number) => ((cpu * 1000) / N).toFixed(1);
 
 const binding = new Map<string, Result>();
 const limitsRuns = [
   ...(run("throttled") ? [["20 qps / 30 burst", DEFAULT_LIMITS] as const] : []),
   ...(run("unthrottled") ? [["unthrottled", UNTHROTTLED] as const] : []),
-];
+].flatMap(([label, limits]) =>
+  Array.from({ length: REPEAT }, (_, i) => [REPEAT > 1 ? `${label} #${i + 1}` : label, limits] as const),
+);
 for (const [label, limits] of limitsRuns) {
   binding.set(`kvc ${label}`, await measure("kvc", limits, "binding"));
   binding.set(`kcm ${label}`, await measure("kcm", limits, "binding"));
 }
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return (s[(s.length - 1) >> 1]! + s[s.length >> 1]!) / 2;
+};
 let best: CeilingReport | undefined;
 const ceilings: CeilingReport[] = [];
 if (run("ceiling")) {
@@ -256,7 +274,7 @@ if (limitsRuns.length > 0) {
     `\nBinding ${N} pre-created PV/PVC pairs (from controller start to all Bound), loops: ${values.loops}${KVC_ARGS.length ? `, kvc ${KVC_ARGS.join(" ")}` : ""}\n`,
   );
   console.log(
-    "| client limits | kvc s | KCM s | kvc/KCM | kvc/ceiling | KCM/ceiling | kvc 50%/90% s | KCM 50%/90% s | kvc writes/pair | KCM writes/pair | kvc CPU s/1k | KCM CPU s/1k | kvc RSS MiB (peak) | KCM RSS MiB (peak) |",
+    "| client limits | kvc s | KCM s | kvc/KCM | kvc/ceiling | KCM/ceiling | kvc ready/first/50%/90% s | KCM ready/first/50%/90% s | kvc writes/pair | KCM writes/pair | kvc CPU s/1k | KCM CPU s/1k | kvc RSS MiB (peak) | KCM RSS MiB (peak) |",
   );
   console.log(
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -266,8 +284,17 @@ if (limitsRuns.length > 0) {
     const b = binding.get(`kcm ${label}`)!;
     const vsCeiling = (s: number) => (best ? (s / best.seconds).toFixed(2) : "");
     console.log(
-      `| ${label} | ${fmt(a.seconds)} | ${fmt(b.seconds)} | ${(a.seconds / b.seconds).toFixed(2)} | ${vsCeiling(a.seconds)} | ${vsCeiling(b.seconds)} | ${fmt(a.half)}/${fmt(a.most)} | ${fmt(b.half)}/${fmt(b.most)} | ${perPair(a.writes).toFixed(2)} | ${perPair(b.writes).toFixed(2)} | ${per1000(a.cpu)} | ${per1000(b.cpu)} | ${a.rss.toFixed(0)} (${a.peakRss.toFixed(0)}) | ${b.rss.toFixed(0)} (${b.peakRss.toFixed(0)}) |`,
+      `| ${label} | ${fmt(a.seconds)} | ${fmt(b.seconds)} | ${(a.seconds / b.seconds).toFixed(2)} | ${vsCeiling(a.seconds)} | ${vsCeiling(b.seconds)} | ${milestones(a)} | ${milestones(b)} | ${perPair(a.writes).toFixed(2)} | ${perPair(b.writes).toFixed(2)} | ${per1000(a.cpu)} | ${per1000(b.cpu)} | ${a.rss.toFixed(0)} (${a.peakRss.toFixed(0)}) | ${b.rss.toFixed(0)} (${b.peakRss.toFixed(0)}) |`,
     );
+  }
+  if (REPEAT > 1) {
+    for (const [label] of limitsRuns.filter(([l]) => l.endsWith("#1"))) {
+      const base = label.slice(0, -" #1".length);
+      const ratios = limitsRuns
+        .filter(([l]) => l.startsWith(`${base} #`))
+        .map(([l]) => binding.get(`kvc ${l}`)!.seconds / binding.get(`kcm ${l}`)!.seconds);
+      console.log(`| ${base}: median of ${REPEAT} | | | ${median(ratios).toFixed(2)} | | | | | | | | | | |`);
+    }
   }
   for (const [label] of limitsRuns) {
     for (const impl of ["kvc", "kcm"]) {
