@@ -44,6 +44,11 @@ export class ControllerCache {
     return true;
   }
 
+  /** Sorts the volumes a bulk load stored into the index now, not at the first claim's lookup. */
+  settleVolumes(): void {
+    this.#volumes.settle();
+  }
+
   /** As storeVolume, for claims. */
   storeClaim(claim: V1PersistentVolumeClaim): boolean {
     const key = objectKey(claim);

@@ -132,6 +132,7 @@ export class PersistentVolumeController {
         log.error({ err, volumeName: volume.metadata?.name }, "Error updating volume cache");
       }
     }
+    cache.settleVolumes();
     for (const claim of claims) {
       try {
         cache.storeClaim(claim);

@@ -59,6 +59,12 @@ export class VolumeGroup<T extends Labelled> {
     });
   }
 
+  /** Sorts the pending inserts of the group and of its postings (CapacityOrder.settle). */
+  settle(): void {
+    this.#all.settle();
+    for (const byValue of this.#postings.values()) for (const posting of byValue.values()) posting.settle();
+  }
+
   remove(item: T): void {
     if (!this.#all.remove(item)) return;
     forEachLabel(item.labels, (key, value) => {

@@ -126,6 +126,16 @@ export class VolumeIndex {
     return undefined;
   }
 
+  /**
+   * Sorts what add() left pending in every group. Lookups settle the groups they read, so this only
+   * moves that work earlier: after a bulk load, before the first lookup.
+   */
+  settle(): void {
+    for (const byMode of this.#groups.values())
+      for (const byVAC of byMode.values())
+        for (const slots of byVAC.values()) for (const group of slots) group?.volumes.settle();
+  }
+
   delete(name: string): boolean {
     const entry = this.#byName.get(name);
     if (!entry) return false;

@@ -100,7 +100,52 @@ describe("CapacityOrder", () => {
     }
     assert.equal(order.remove(item("absent", "1Gi")), false);
   });
+
+  test("batches of inserts between reads (bulk merges and single inserts), removals of pending items", () => {
+    const random = mulberry32(31);
+    const order = new CapacityOrder<Sized>();
+    const model = new Map<string, Sized>();
+    let next = 0;
+    for (let round = 0; round < 60; round++) {
+      // Batches from 0 to 800: some outnumber a sixteenth of the order (one merge), some do not.
+      const batch = Math.floor(random() ** 3 * 800);
+      for (let i = 0; i < batch; i++) {
+        const added = item(`pv-${next++}`, QUANTITIES[Math.floor(random() * QUANTITIES.length)]!);
+        order.insert(added);
+        model.set(added.name, added);
+      }
+      // Removes the newest (still pending until the first removal settles) and some older items.
+      for (const name of [`pv-${next - 1}`, `pv-${Math.floor(random() * next)}`]) {
+        const existing = model.get(name);
+        if (!existing) continue;
+        assert.equal(order.remove(existing), true, `remove ${name}`);
+        model.delete(name);
+      }
+      assert.equal(order.size, model.size);
+      const sorted = [...model.values()].sort(reference);
+      for (const q of QUANTITIES) {
+        const min = capacityProbe(parseQuantity(q));
+        const expected = sorted.find((s) => compareQuantities(s.capacity, min.capacity) >= 0);
+        assert.equal(
+          order.first(min, () => true),
+          expected,
+          `round ${round}: first ≥ ${q}`,
+        );
+      }
+      assert.deepEqual(everyItem(order), sorted, `round ${round}: the whole order`);
+    }
+  });
 });
+
+/** The order's items, smallest first: first() offers each in turn to an `accept` that takes none. */
+function everyItem(order: CapacityOrder<Sized>): Sized[] {
+  const items: Sized[] = [];
+  order.first(capacityProbe(parseQuantity("-1e30")), (s) => {
+    items.push(s);
+    return false;
+  });
+  return items;
+}
 
 describe("VolumeGroup: a walk of the anchored postings finds what a walk of the whole group finds", () => {
   const VALUES = ["a", "b", "c", "gold"];
