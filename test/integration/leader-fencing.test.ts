@@ -84,8 +84,8 @@ describe("leader fencing on the real control plane", () => {
       { timeoutMs, intervalMs: 50, what: `lease ${lease} to be held${not ? ` by another than ${not}` : ""}` },
     );
 
-  const staticPair = async (name: string) => {
-    await core.createPersistentVolume({
+  const staticVolume = (name: string) =>
+    core.createPersistentVolume({
       body: {
         metadata: { name },
         spec: {
@@ -96,7 +96,8 @@ describe("leader fencing on the real control plane", () => {
         },
       },
     });
-    await core.createNamespacedPersistentVolumeClaim({
+  const staticClaim = (name: string) =>
+    core.createNamespacedPersistentVolumeClaim({
       namespace: ns,
       body: {
         metadata: { name },
@@ -107,6 +108,9 @@ describe("leader fencing on the real control plane", () => {
         },
       },
     });
+  const staticPair = async (name: string) => {
+    await staticVolume(name);
+    await staticClaim(name);
   };
 
   test("a leader resumed after SIGSTOP past its lease writes nothing and exits non-zero", async () => {
@@ -162,6 +166,71 @@ describe("leader fencing on the real control plane", () => {
       });
     } finally {
       a.child.kill("SIGCONT");
+      b.child.kill("SIGTERM");
+      await b.exited;
+    }
+  });
+
+  test("a warm standby syncs its informers, writes nothing, and binds at once after the leader's SIGTERM", async () => {
+    const lease = "kvc-warm-standby";
+    const args = [
+      `--leader-elect-resource-namespace=${ns}`,
+      `--leader-elect-resource-name=${lease}`,
+      ...FAST_ELECTION,
+    ];
+    const a = await startKvc(cp.kubeconfigPath, args);
+    const aIdentity = await heldBy(lease);
+    await a.ready();
+    const since = new Date();
+    const b = await startKvc(cp.kubeconfigPath, args);
+    try {
+      // Ready means synced, for a standby too; the log line shows its informers did list and watch.
+      await b.ready();
+      assert.match((await b.get("/readyz?verbose")).body, /\[\+\]informer-sync ok/);
+      await waitFor(() => b.logs().includes('"msg":"informers synced"'), {
+        timeoutMs: 10_000,
+        what: "the standby's informers to sync",
+      });
+      assert.equal(await holder(lease), aIdentity);
+      // Work for the leader, seen by the standby's handlers too (they queue it, and must not act on it).
+      await staticPair("warm-standby-1");
+      await waitFor(
+        async () =>
+          (await core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: "warm-standby-1" })).status
+            ?.phase === "Bound",
+        { timeoutMs: 30_000, what: "the leader to bind warm-standby-1" },
+      );
+      const standbyWrites = () =>
+        writesBy(cp.auditLogPath, "kube-volume-controller/", since).filter(
+          (e) => !(e.userAgent ?? "").includes(aIdentity),
+        );
+      assert.deepEqual(standbyWrites(), [], `the standby wrote:\n${describeEvents(standbyWrites())}`);
+
+      // The volume Available first: a claim synced before its volume is (a fresh term syncs both
+      // queues at once) waits for the binder's resync, in KCM too.
+      await staticVolume("warm-standby-2");
+      await waitFor(
+        async () =>
+          (await core.readPersistentVolume({ name: "warm-standby-2" })).status?.phase === "Available",
+        { timeoutMs: 30_000, what: "warm-standby-2 to be Available" },
+      );
+      const stopped = performance.now();
+      a.child.kill("SIGTERM");
+      await staticClaim("warm-standby-2");
+      await waitFor(
+        async () =>
+          (await core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: "warm-standby-2" })).status
+            ?.phase === "Bound",
+        { timeoutMs: 30_000, intervalMs: 50, what: "the new leader to bind warm-standby-2" },
+      );
+      const boundAfterMs = performance.now() - stopped;
+      assert.equal((await a.exited)[0], 0, a.logs());
+      assert.notEqual(await holder(lease), aIdentity);
+      console.log(`warm standby bound a new claim ${boundAfterMs.toFixed(0)} ms after the leader's SIGTERM`);
+      // The released lease is taken at the next attempt, not after the lease duration (4 s).
+      assert.ok(boundAfterMs < 4_000, `bound ${boundAfterMs.toFixed(0)} ms after SIGTERM`);
+    } finally {
+      a.child.kill("SIGKILL");
       b.child.kill("SIGTERM");
       await b.exited;
     }
@@ -377,6 +446,9 @@ describe("leader fencing on the real control plane", () => {
       // With leader election, the Lease requests (deadline: the renew deadline); without, informer lists.
       const leader = await startKvc(cp.kubeconfigPath, [
         master,
+        // Its informers list from the start too (warm standby): their lists, cut off with the path,
+        // must come back in time for the ready() below.
+        "--kube-api-request-timeout=1s",
         `--leader-elect-resource-namespace=${ns}`,
         "--leader-elect-resource-name=kvc-fence-hung",
         ...FAST_ELECTION,
