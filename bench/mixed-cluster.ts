@@ -251,6 +251,25 @@ export async function createMixedCluster(
   });
 }
 
+/**
+ * A new pod `name` (metadata and spec, as a client creates it) on node `node` (an index), mounting
+ * `claim`, a bound claim no pod mounts (pods / 10 ≤ claim < claims); and the name of the
+ * VolumeAttachment the attach/detach controller is to create for it.
+ */
+export function podMountingUnmountedClaim(
+  size: MixedClusterSize,
+  claim: number,
+  node: number,
+  name: string,
+): { pod: V1Pod; attachment: string } {
+  if (claim < size.pods / 10 || claim >= size.claims) throw new Error(`claim ${claim} is mounted or missing`);
+  const { metadata, spec } = realisticPod(claim * 10, nodeName(node), claim);
+  return {
+    pod: { metadata: { ...metadata, name }, spec: spec! },
+    attachment: attachmentName(handle(claim), DRIVER, nodeName(node)),
+  };
+}
+
 /** A node as a kubelet on a cloud VM reports it (labels, capacity, conditions, images). */
 function realisticNode(i: number): V1Node {
   const name = nodeName(i);
