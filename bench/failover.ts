@@ -12,7 +12,8 @@
  *   SIGKILL      a third replica, standby, then the leader SIGKILLed, the same: seconds after the
  *                fault, and beyond the lease (after the last renewal + the lease duration, when a
  *                standby may take over at the earliest) and after the new leader's acquireTime.
- * Also the standby's RSS and the watches it holds on the apiserver (apiserver_longrunning_requests
+ * After SIGTERM, also when the Lease stopped naming the old leader (kvc releases it at shutdown, KCM
+ * lets it expire). Also the standby's RSS and the watches it holds on the apiserver (apiserver_longrunning_requests
  * before and after it started). The new pods mount bound claims no pod mounts yet (their CSI volumes
  * need a VolumeAttachment); no attacher answers, so the VolumeAttachment's existence is the decision.
  * kvc runs compiled (dist/, `npm run build`) with the image's Node options. Prints markdown; asserts nothing.
@@ -143,6 +144,16 @@ const lease = (impl: Impl) =>
   coordination.readNamespacedLease({ namespace: "kube-system", name: LEASES[impl] });
 const microTime = (t: unknown) => new Date(String(t)).getTime();
 
+/** Wall-clock time at which `impl`'s Lease was seen naming another holder than `holder`, or none. */
+async function leaseLeft(impl: Impl, holder: string | undefined): Promise<number> {
+  await waitFor(async () => (await lease(impl)).spec?.holderIdentity !== holder, {
+    timeoutMs: 5 * 60_000,
+    intervalMs: 50,
+    what: `${LEASES[impl]} to leave ${holder}`,
+  });
+  return Date.now();
+}
+
 interface Measured {
   /** Seconds from the start or the fault. */
   bound: number;
@@ -173,6 +184,8 @@ async function measure(impl: Impl, t: Trial, at: number, expiry?: number): Promi
 interface Report {
   fresh: Measured;
   sigterm: Measured;
+  /** Seconds from the SIGTERM until the Lease no longer names the old leader (released or taken over). */
+  leaseFreed: number;
   sigkill: Measured;
   standbyRss: number;
   leaderRss: number;
@@ -205,9 +218,11 @@ async function run(impl: Impl): Promise<Report> {
     const standbyRss = rssMiB(b.replica.pid);
     const leaderRss = rssMiB(a.pid);
     const terminated = Date.now();
+    const holder = (await lease(impl)).spec?.holderIdentity;
     process.kill(a.pid, "SIGTERM");
-    await create(term);
+    const [left] = await Promise.all([leaseLeft(impl, holder), create(term)]);
     const sigterm = await measure(impl, term, terminated);
+    const leaseFreed = (left - terminated) / 1000;
     console.error(`${impl}: SIGTERM decided`);
 
     const c = await standby(impl);
@@ -221,7 +236,15 @@ async function run(impl: Impl): Promise<Report> {
     ]);
     const sigkill = await measure(impl, kill, killed, lastRenewal + LEASE_S * 1000);
     console.error(`${impl}: SIGKILL decided`);
-    return { fresh, sigterm, sigkill, standbyRss, leaderRss, standbyWatches: Math.max(b.watches, c.watches) };
+    return {
+      fresh,
+      sigterm,
+      leaseFreed,
+      sigkill,
+      standbyRss,
+      leaderRss,
+      standbyWatches: Math.max(b.watches, c.watches),
+    };
   } finally {
     await Promise.all(replicas.map((r) => r.stop()));
   }
@@ -246,6 +269,7 @@ try {
   console.log("| --- | ---: | ---: | ---: |");
   row("fresh start → claim Bound", (r) => r.fresh.bound);
   row("fresh start → VolumeAttachment", (r) => r.fresh.attached);
+  row("SIGTERM → Lease released (kvc) or taken over (KCM)", (r) => r.leaseFreed);
   row("SIGTERM → claim Bound", (r) => r.sigterm.bound);
   row("SIGTERM → VolumeAttachment", (r) => r.sigterm.attached);
   row("SIGKILL → claim Bound", (r) => r.sigkill.bound);
