@@ -13,14 +13,25 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { CoordinationV1Api, CoreV1Api, KubernetesObjectApi, V1MicroTime } from "@kubernetes/client-node";
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  StorageV1Api,
+  V1MicroTime,
+} from "@kubernetes/client-node";
 import { probe } from "../../src/controlplane/https-probe.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
 import { TAINT_NODE_OUT_OF_SERVICE } from "../../src/attachdetach/reconciler.js";
 import { mergePatch } from "../../src/runtime/client.js";
 import { serviceAccountKubeconfig } from "../support/api.js";
-import { createManagedNode, createPodWithClaim, nodeReportsAttached } from "../support/attach-detach.js";
+import {
+  createManagedNode,
+  createPodWithClaim,
+  nodeReportsAttached,
+  podWithCSIVolumeOnManagedNode,
+} from "../support/attach-detach.js";
 import { describeEvents, writesBy } from "../support/audit.js";
 import { killAllKvc, startKvc, type KvcProcess } from "../support/kvc-process.js";
 import { manifestObjects } from "../support/manifests.js";
@@ -56,11 +67,13 @@ describe("leader fencing on the real control plane", () => {
   let cp: LocalControlPlane;
   let coordination: CoordinationV1Api;
   let core: CoreV1Api;
+  let storage: StorageV1Api;
 
   before(async () => {
     cp = await LocalControlPlane.start({ audit: true });
     coordination = cp.kubeConfig().makeApiClient(CoordinationV1Api);
     core = cp.kubeConfig().makeApiClient(CoreV1Api);
+    storage = cp.kubeConfig().makeApiClient(StorageV1Api);
   });
   after(async () => {
     killAllKvc();
@@ -192,13 +205,37 @@ describe("leader fencing on the real control plane", () => {
         what: "the standby's informers to sync",
       });
       assert.equal(await holder(lease), aIdentity);
-      // Work for the leader, seen by the standby's handlers too (they queue it, and must not act on it).
-      await staticPair("warm-standby-1");
+      // Work for the leader, seen by the standby's handlers too (they queue it, and must not act on
+      // it): a claim to bind, and a pod on a managed node whose CSI volume needs attaching.
+      const bound = (name: string) =>
+        waitFor(
+          async () =>
+            (await core.readNamespacedPersistentVolumeClaim({ namespace: ns, name })).status?.phase ===
+            "Bound",
+          { timeoutMs: 30_000, what: `the leader to bind ${name}` },
+        );
+      await podWithCSIVolumeOnManagedNode(core, {
+        name: "warm-standby-1",
+        pod: "warm-standby-1",
+        node: "warm-standby-node",
+        driver: "warm.csi.example.com",
+        handle: "warm-standby-1",
+        bound,
+      });
       await waitFor(
         async () =>
-          (await core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: "warm-standby-1" })).status
-            ?.phase === "Bound",
-        { timeoutMs: 30_000, what: "the leader to bind warm-standby-1" },
+          (await storage.listVolumeAttachment()).items.some(
+            (va) => va.spec.source.persistentVolumeName === "warm-standby-1",
+          ),
+        { timeoutMs: 30_000, what: "the leader to create the VolumeAttachment" },
+      );
+      // The standby's desired state holds the volume, its actual state nothing yet: it reports neither
+      // (a sum over the replicas would alert KubeVolumeControllerDesiredNotAttached).
+      const standbyMetrics = (await b.get("/metrics")).body;
+      assert.doesNotMatch(
+        standbyMetrics,
+        /^attachdetach_controller_total_volumes\{[^}]*\} [1-9]/m,
+        standbyMetrics,
       );
       const standbyWrites = () =>
         writesBy(cp.auditLogPath, "kube-volume-controller/", since).filter(
