@@ -3,12 +3,13 @@
  * conditions, capacity), Deployment-style pods with the status a kubelet writes, 10% of them mounting
  * a CSI claim, and the claims' bound PVs, VolumeAttachments and the nodes' volumesAttached as the
  * attach/detach controller and an external-attacher leave them. Everything is in its steady state
- * (bound, attached, finalizers present), so none of the four loops has anything to write and their
- * RSS is what their caches and runtime cost.
+ * (bound, attached, finalizers and the claims' Unused condition present), so none of the four loops
+ * has anything to write and their RSS is what their caches and runtime cost.
  */
 import { randomUUID } from "node:crypto";
 import type { CoreV1Api, StorageV1Api, V1Container, V1Node, V1Pod } from "@kubernetes/client-node";
 import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER } from "../src/persistentvolume/annotations.js";
+import { unusedConditionChange, withUnusedCondition } from "../src/protection/unused-condition.js";
 import { attachmentName } from "../src/volume/csi/attachment-name.js";
 import { isAlreadyExists } from "../src/runtime/api-errors.js";
 import { realClock } from "../src/runtime/clock.js";
@@ -202,7 +203,20 @@ export async function createMixedCluster(
         {
           namespace,
           name,
-          body: { status: { phase: "Bound", accessModes: ["ReadWriteOnce"], capacity: { storage: "20Gi" } } },
+          body: {
+            status: {
+              phase: "Bound",
+              accessModes: ["ReadWriteOnce"],
+              capacity: { storage: "20Gi" },
+              // As the pvc-protection controller leaves it (feature PersistentVolumeClaimUnusedSinceTime):
+              // without it every new leader, kvc's or KCM's, first patches all the claims.
+              conditions: withUnusedCondition(
+                {},
+                unusedConditionChange({}, j * 10 < size.pods)!,
+                new Date(STARTED),
+              ),
+            },
+          },
         },
         mergePatch,
       ),
@@ -249,6 +263,25 @@ export async function createMixedCluster(
     );
     if (++done % 5000 === 0) progress(`${done}/${size.pods} pods`);
   });
+}
+
+/**
+ * A new pod `name` (metadata and spec, as a client creates it) on node `node` (an index), mounting
+ * `claim`, a bound claim no pod mounts (pods / 10 ≤ claim < claims); and the name of the
+ * VolumeAttachment the attach/detach controller is to create for it.
+ */
+export function podMountingUnmountedClaim(
+  size: MixedClusterSize,
+  claim: number,
+  node: number,
+  name: string,
+): { pod: V1Pod; attachment: string } {
+  if (claim < size.pods / 10 || claim >= size.claims) throw new Error(`claim ${claim} is mounted or missing`);
+  const { metadata, spec } = realisticPod(claim * 10, nodeName(node), claim);
+  return {
+    pod: { metadata: { ...metadata, name }, spec: spec! },
+    attachment: attachmentName(handle(claim), DRIVER, nodeName(node)),
+  };
 }
 
 /** A node as a kubelet on a cloud VM reports it (labels, capacity, conditions, images). */

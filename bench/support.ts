@@ -1,4 +1,7 @@
-/** What the benchmarks share: bounded concurrency (p-queue), RSS, and kvc run compiled as the image runs it. */
+/**
+ * What the benchmarks share: bounded concurrency (p-queue), RSS, kvc run compiled as the image runs
+ * it, and kvc or KCM running the same volume loops with the same flags.
+ */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
@@ -10,6 +13,7 @@ import { probe } from "../src/controlplane/https-probe.js";
 import { ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER } from "../src/persistentvolume/annotations.js";
 import { freePort } from "../src/controlplane/ports.js";
 import { abortedWhen, waitFor } from "../src/util/wait.js";
+import type { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { imageEntrypoint } from "../test/support/image.js";
 import { mergePatch } from "../src/runtime/client.js";
 
@@ -95,11 +99,12 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 
 /**
  * `kvc run` from dist/ (`npm run build`) started as the image's entrypoint starts it (the same Node
- * options); resolves once /readyz passes.
+ * options), without leader election unless `leaderElect`; resolves once /readyz passes.
  */
 export async function startCompiledKvc(
   kubeconfig: string,
   args: readonly string[],
+  { leaderElect = false }: { leaderElect?: boolean } = {},
 ): Promise<StartedController> {
   const port = await freePort();
   const [, ...entrypoint] = imageEntrypoint();
@@ -110,7 +115,7 @@ export async function startCompiledKvc(
       join(root, entrypoint.at(-1)!),
       "run",
       `--kubeconfig=${kubeconfig}`,
-      "--leader-elect=false",
+      `--leader-elect=${leaderElect}`,
       "--bind-address=127.0.0.1",
       `--secure-port=${port}`,
       ...args,
@@ -200,4 +205,54 @@ export async function createPreBoundPair(core: CoreV1Api, pair: PreBoundPair): P
       },
     },
   });
+}
+
+/** The four volume loops, as deployed. */
+export const ALL_LOOPS = [
+  "persistentvolume-binder-controller",
+  "persistentvolume-attach-detach-controller",
+  "persistentvolumeclaim-protection-controller",
+  "persistentvolume-protection-controller",
+];
+
+export type Impl = "kvc" | "kcm";
+
+/**
+ * kvc (compiled, as the image runs it) or upstream KCM on `cp`, running `loops` with the same flags
+ * and client limits; KCM's leader election is on when `leaderElect` (its default Lease and timings),
+ * as kvc's. Resolves once it serves (kvc: /readyz; KCM: /healthz).
+ */
+export async function startVolumeLoops(
+  cp: LocalControlPlane,
+  impl: Impl,
+  o: {
+    loops: readonly string[];
+    qps: number;
+    burst: number;
+    leaderElect?: boolean;
+    kvcArgs?: readonly string[];
+  },
+): Promise<StartedController> {
+  const flags = ["--pvclaimbinder-sync-period=15s", "--enable-hostpath-provisioner"];
+  if (impl === "kcm") {
+    const kcm = await cp.startKubeControllerManager({
+      controllers: [...o.loops],
+      qps: o.qps,
+      burst: o.burst,
+      // After the harness's --leader-elect=false: the last one counts.
+      args: [...flags, ...(o.leaderElect ? ["--leader-elect=true"] : [])],
+    });
+    return { pid: kcm.pid!, stop: () => kcm.stop() };
+  }
+  return startCompiledKvc(
+    cp.kubeconfigPath,
+    [
+      `--controllers=${o.loops.join(",")}`,
+      `--kube-api-qps=${o.qps}`,
+      `--kube-api-burst=${o.burst}`,
+      ...flags,
+      ...(o.kvcArgs ?? []),
+    ],
+    { leaderElect: o.leaderElect ?? false },
+  );
 }

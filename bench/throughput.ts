@@ -27,11 +27,13 @@ import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { waitFor } from "../src/util/wait.js";
 import { writesBy } from "../test/support/audit.js";
 import {
+  ALL_LOOPS,
   cpuSeconds,
   createClaims,
   createPairs,
   rssMiB,
-  startCompiledKvc,
+  startVolumeLoops,
+  type Impl,
   type StartedController,
 } from "./support.js";
 
@@ -50,14 +52,7 @@ const { values } = parseArgs({
 /** The loops both sides run: the binder alone, or all four as deployed. */
 function loopsOf(name: string): string[] {
   if (name === "binder") return ["persistentvolume-binder-controller"];
-  if (name === "all") {
-    return [
-      "persistentvolume-binder-controller",
-      "persistentvolume-attach-detach-controller",
-      "persistentvolumeclaim-protection-controller",
-      "persistentvolume-protection-controller",
-    ];
-  }
+  if (name === "all") return ALL_LOOPS;
   throw new Error(`--loops: binder or all, not ${name}`);
 }
 const LOOPS = loopsOf(values.loops);
@@ -71,7 +66,6 @@ const CREATE_CONCURRENCY = 16;
 /** Binding runs per side (alternating kvc and KCM): one run's ratio varies by ±0.1 on a shared machine. */
 const REPEAT = Number(values.repeat);
 
-type Impl = "kvc" | "kcm";
 interface Limits {
   qps: number;
   burst: number;
@@ -96,28 +90,8 @@ async function boundCount(core: CoreV1Api): Promise<number> {
   return bound;
 }
 
-async function startController(
-  cp: LocalControlPlane,
-  impl: Impl,
-  limits: Limits,
-): Promise<StartedController> {
-  const flags = ["--pvclaimbinder-sync-period=15s", "--enable-hostpath-provisioner"];
-  if (impl === "kcm") {
-    const kcm = await cp.startKubeControllerManager({
-      controllers: LOOPS,
-      qps: limits.qps,
-      burst: limits.burst,
-      args: flags,
-    });
-    return { pid: kcm.pid!, stop: () => kcm.stop() };
-  }
-  return startCompiledKvc(cp.kubeconfigPath, [
-    `--controllers=${LOOPS.join(",")}`,
-    `--kube-api-qps=${limits.qps}`,
-    `--kube-api-burst=${limits.burst}`,
-    ...flags,
-    ...KVC_ARGS,
-  ]);
+function startController(cp: LocalControlPlane, impl: Impl, limits: Limits): Promise<StartedController> {
+  return startVolumeLoops(cp, impl, { loops: LOOPS, ...limits, kvcArgs: KVC_ARGS });
 }
 
 interface Result {

@@ -71,6 +71,7 @@ export class CompetingWriteWarning {
   readonly #events: Pick<EventRecorder, "event">;
   readonly #clock: Clock;
   readonly #periodMs: number;
+  readonly #mayWrite: () => boolean;
   readonly #lastWarned = new Map<string, number>();
   readonly #writes: Counter<"manager" | "kind" | "field">;
 
@@ -81,11 +82,14 @@ export class CompetingWriteWarning {
     clock: Clock;
     /** Default 10 minutes. */
     periodMs?: number;
+    /** Whether the Event (a write) may be sent now: a standby only counts and logs. Default: always. */
+    mayWrite?: () => boolean;
   }) {
     this.#log = o.logger;
     this.#events = o.events;
     this.#clock = o.clock;
     this.#periodMs = o.periodMs ?? 10 * 60_000;
+    this.#mayWrite = o.mayWrite ?? (() => true);
     this.#writes = new Counter({
       name: "kvc_competing_writer_writes_total",
       help:
@@ -111,6 +115,7 @@ export class CompetingWriteWarning {
         `fight over the same objects. Turn it off in kube-controller-manager's --controllers on every ` +
         `control-plane node: ${DOCS}. Warned once per manager and kind every ${this.#periodMs / 60_000} min.`,
     );
+    if (!this.#mayWrite()) return;
     this.#events.event(
       objectReference(w.object, w.kind),
       "Warning",

@@ -145,6 +145,15 @@ export const RUN_FLAGS = {
     default: "kube-system",
     describe: "The namespace of the Lease.",
   },
+  "warm-standby": {
+    type: "boolean",
+    group: "Leader election:",
+    default: true,
+    describe:
+      "Not in KCM (whose informers start when it wins the lease): a replica's informers list and watch " +
+      "from its start, so a standby takes over with synced caches; its controllers still start only " +
+      "with its term, and it writes nothing before. False: as KCM. See docs/operations.md.",
+  },
   "pvclaimbinder-sync-period": {
     type: "string",
     coerce: duration,
@@ -393,6 +402,8 @@ export interface RunConfig {
         retryPeriodMs: number;
         name: string;
         namespace: string;
+        /** --warm-standby: the informers run from the start, not from the term's. */
+        warmStandby: boolean;
       }
     | undefined;
   pvClaimBinderSyncPeriodMs: number;
@@ -472,6 +483,7 @@ export function toRunConfig(argv: RunArgs, ignoredFlags: string[] = []): RunConf
       retryPeriodMs,
       name,
       namespace: String(argv["leader-elect-resource-namespace"]),
+      warmStandby: argv["warm-standby"] === true,
     };
   };
   return {

@@ -32,6 +32,8 @@ import type { TestSeams } from "../persistentvolume/crash-seam.js";
  * renew deadline, a WriteGate under the API client refuses or holds every write, whichever
  * controller, recorder or attacher makes it, and every side effect outside the API (FlexVolume
  * attach and detach, hostPath directories) waits on the same gate. SIGINT/SIGTERM stop it gracefully: it resolves.
+ * With --warm-standby (the default) the informers run from the start on every replica, so a standby
+ * that wins the lease decides at once instead of first listing the cluster (issue 30).
  */
 export async function run(
   config: RunConfig,
@@ -100,6 +102,8 @@ export async function run(
       }),
       registry,
       clock: realClock,
+      // The Event is a write: a standby (warm, its informers running) only counts and logs.
+      mayWrite: () => !writeGate || writeGate.refusal() === undefined,
     });
   const informers = new InformerFactory({
     kubeConfig,
@@ -158,6 +162,9 @@ export async function run(
         fatal.reject(new ExitError("leaderelection lost", 1));
       },
     });
+  // Warm standby: the informers run until shutdown, whoever leads; the controllers wait for a term.
+  const warmStandby = le?.warmStandby === true;
+  if (warmStandby) shutdown.controllersDone = manager.startInformers(shutdown.controllers);
   let server: Awaited<ReturnType<typeof serveSecurely>> | undefined;
   try {
     if (config.securePort > 0) {
@@ -166,6 +173,7 @@ export async function run(
         registry,
         leading,
         manager,
+        warmStandby,
         ...(shadow && { routes: { "/shadow": () => shadow.summary() } }), // shadow mode
       });
     }
@@ -225,12 +233,19 @@ const SIGNALS = ["SIGINT", "SIGTERM"] as const;
 
 /**
  * The enabled controllers, built before anything starts (their constructors register informers and
- * handlers), then run on the shared informers once their caches have synced.
+ * handlers), then run on the shared informers once their caches have synced. The informers start
+ * with the controllers (as KCM's, when it wins the lease), or before, at process start (warm
+ * standby): then the handlers only fill caches, the desired state of world and the queues until the
+ * term begins (none of them writes), and each controller's start-up work (the binder's cache
+ * initialization, the attach/detach controller's states of world from the informers) reads the
+ * caches as they are at that moment.
  */
 class ControllerManager {
   readonly #controllers: Map<ControllerName, Controller>;
   readonly #log: Logger;
   #synced = false;
+  /** The informers' run, once started; resolves when they have stopped. */
+  #informers: Promise<void> | undefined;
 
   constructor(
     private readonly config: RunConfig,
@@ -263,28 +278,48 @@ class ControllerManager {
     this.#controllers = controllers;
   }
 
-  /** Informers synced: a leader is ready (readyz). */
+  /** Informers synced (readyz). */
   get synced(): boolean {
     return this.#synced;
   }
 
   /**
-   * Runs the controllers until `signal` aborts. A failure before that is reported to onFailed (the
-   * process must not go on half-working); the returned promise then resolves.
+   * Runs the informers, without the controllers, until `signal` aborts (warm standby); resolves
+   * when they have stopped. A failure is reported to onFailed, as start()'s.
+   */
+  startInformers(signal: AbortSignal): Promise<void> {
+    return this.#reportFailure(this.#runInformers(signal), signal);
+  }
+
+  /**
+   * Runs the controllers until `signal` aborts, and the informers if they are not running yet. A
+   * failure before that is reported to onFailed (the process must not go on half-working); the
+   * returned promise then resolves.
    */
   start(signal: AbortSignal): Promise<void> {
-    return this.#run(signal).catch((err: unknown) => {
+    return this.#reportFailure(this.#run(signal), signal);
+  }
+
+  #reportFailure(running: Promise<void>, signal: AbortSignal): Promise<void> {
+    return running.catch((err: unknown) => {
       if (!signal.aborted) this.onFailed(err);
     });
   }
 
-  async #run(signal: AbortSignal): Promise<void> {
+  async #runInformers(signal: AbortSignal): Promise<void> {
     const { informers } = this.deps;
-    const done = informers.start(signal);
+    const done = (this.#informers = informers.start(signal));
     await informers.waitForCacheSync(signal);
     this.#synced = true;
+    this.#log.info({}, "informers synced");
+    await done;
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    const informers = this.#informers ?? this.#runInformers(signal);
+    await this.deps.informers.waitForCacheSync(signal);
     await Promise.all([
-      done,
+      informers,
       ...[...this.#controllers].map(([name, c]) => {
         this.#log.info({ controller: name }, "starting controller");
         return c.run(signal);
@@ -301,6 +336,7 @@ async function serveSecurely(
     registry: Registry;
     leading: ReturnType<typeof newElector> | undefined;
     manager: ControllerManager;
+    warmStandby: boolean;
     routes?: ServingOptions["routes"];
   },
 ) {
@@ -343,10 +379,11 @@ async function serveSecurely(
         : []),
       {
         name: "informer-sync",
-        // A standby is ready (to take over); only a leader waits for its informers, or a rolling
-        // update of a 2-replica Deployment would wait forever on the standby.
+        // Ready to take over once synced. A cold standby (--warm-standby=false) is ready at once: its
+        // informers start with its term, and a rolling update of a 2-replica Deployment would wait
+        // forever on it.
         check: () => {
-          if (elector && !elector.isLeader()) return;
+          if (elector && !elector.isLeader() && !o.warmStandby) return;
           if (!manager.synced) throw new Error("informers not synced");
         },
       },

@@ -108,6 +108,8 @@ export class AttachDetachController {
   readonly #executor: OperationExecutor;
   readonly #reconciler: Reconciler;
   readonly #populator: DesiredStateOfWorldPopulator;
+  /** run() has rebuilt the actual and desired states from the caches. */
+  #populated = false;
 
   /**
    * Registers informers, the pods-by-claim index and the handlers: call before the factory starts.
@@ -144,13 +146,22 @@ export class AttachDetachController {
     this.#addEventHandlers();
   }
 
+  /**
+   * The state gauges report nothing until run() has rebuilt the states: a warm standby's handlers
+   * fill the desired state long before the actual one exists, and its gauges beside the leader's
+   * would double every sum (KubeVolumeControllerDesiredNotAttached). A standby KCM has no controller.
+   */
   #newMetrics(registry: Registry): AttachDetachMetrics {
+    const whenRunning =
+      <T>(list: () => Iterable<T>) =>
+      (): Iterable<T> =>
+        this.#populated ? list() : [];
     return new AttachDetachMetrics(registry, {
-      desiredVolumeSpecs: () => this.dsw.getVolumesToAttach().map((v) => v.volumeSpec),
-      actualVolumeSpecs: () => this.asw.getAttachedVolumes().map((v) => v.volumeSpec),
-      podVolumes: () => this.#scheduledPodVolumes(),
+      desiredVolumeSpecs: whenRunning(() => this.dsw.getVolumesToAttach().map((v) => v.volumeSpec)),
+      actualVolumeSpecs: whenRunning(() => this.asw.getAttachedVolumes().map((v) => v.volumeSpec)),
+      podVolumes: whenRunning(() => this.#scheduledPodVolumes()),
       findPluginBySpec: (spec) => this.#o.plugins.findPluginBySpec(spec),
-      volumeAttachments: () => this.#informers.volumeAttachments.store.list(),
+      volumeAttachments: whenRunning(() => this.#informers.volumeAttachments.store.list()),
     });
   }
 
@@ -271,6 +282,7 @@ export class AttachDetachController {
       if (!synced) return;
       this.#populateActualStateOfWorld();
       this.#populateDesiredStateOfWorld();
+      this.#populated = true;
       await Promise.all([
         this.#reconciler.run(signal),
         this.#populator.run(signal),

@@ -13,14 +13,25 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { CoordinationV1Api, CoreV1Api, KubernetesObjectApi, V1MicroTime } from "@kubernetes/client-node";
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  StorageV1Api,
+  V1MicroTime,
+} from "@kubernetes/client-node";
 import { probe } from "../../src/controlplane/https-probe.js";
 import { LocalControlPlane } from "../../src/controlplane/local-control-plane.js";
 import { waitFor } from "../../src/util/wait.js";
 import { TAINT_NODE_OUT_OF_SERVICE } from "../../src/attachdetach/reconciler.js";
 import { mergePatch } from "../../src/runtime/client.js";
 import { serviceAccountKubeconfig } from "../support/api.js";
-import { createManagedNode, createPodWithClaim, nodeReportsAttached } from "../support/attach-detach.js";
+import {
+  createManagedNode,
+  createPodWithClaim,
+  nodeReportsAttached,
+  podWithCSIVolumeOnManagedNode,
+} from "../support/attach-detach.js";
 import { describeEvents, writesBy } from "../support/audit.js";
 import { killAllKvc, startKvc, type KvcProcess } from "../support/kvc-process.js";
 import { manifestObjects } from "../support/manifests.js";
@@ -56,11 +67,13 @@ describe("leader fencing on the real control plane", () => {
   let cp: LocalControlPlane;
   let coordination: CoordinationV1Api;
   let core: CoreV1Api;
+  let storage: StorageV1Api;
 
   before(async () => {
     cp = await LocalControlPlane.start({ audit: true });
     coordination = cp.kubeConfig().makeApiClient(CoordinationV1Api);
     core = cp.kubeConfig().makeApiClient(CoreV1Api);
+    storage = cp.kubeConfig().makeApiClient(StorageV1Api);
   });
   after(async () => {
     killAllKvc();
@@ -84,8 +97,8 @@ describe("leader fencing on the real control plane", () => {
       { timeoutMs, intervalMs: 50, what: `lease ${lease} to be held${not ? ` by another than ${not}` : ""}` },
     );
 
-  const staticPair = async (name: string) => {
-    await core.createPersistentVolume({
+  const staticVolume = (name: string) =>
+    core.createPersistentVolume({
       body: {
         metadata: { name },
         spec: {
@@ -96,7 +109,8 @@ describe("leader fencing on the real control plane", () => {
         },
       },
     });
-    await core.createNamespacedPersistentVolumeClaim({
+  const staticClaim = (name: string) =>
+    core.createNamespacedPersistentVolumeClaim({
       namespace: ns,
       body: {
         metadata: { name },
@@ -107,6 +121,9 @@ describe("leader fencing on the real control plane", () => {
         },
       },
     });
+  const staticPair = async (name: string) => {
+    await staticVolume(name);
+    await staticClaim(name);
   };
 
   test("a leader resumed after SIGSTOP past its lease writes nothing and exits non-zero", async () => {
@@ -162,6 +179,95 @@ describe("leader fencing on the real control plane", () => {
       });
     } finally {
       a.child.kill("SIGCONT");
+      b.child.kill("SIGTERM");
+      await b.exited;
+    }
+  });
+
+  test("a warm standby syncs its informers, writes nothing, and binds at once after the leader's SIGTERM", async () => {
+    const lease = "kvc-warm-standby";
+    const args = [
+      `--leader-elect-resource-namespace=${ns}`,
+      `--leader-elect-resource-name=${lease}`,
+      ...FAST_ELECTION,
+    ];
+    const a = await startKvc(cp.kubeconfigPath, args);
+    const aIdentity = await heldBy(lease);
+    await a.ready();
+    const since = new Date();
+    const b = await startKvc(cp.kubeconfigPath, args);
+    try {
+      // Ready means synced, for a standby too; the log line shows its informers did list and watch.
+      await b.ready();
+      assert.match((await b.get("/readyz?verbose")).body, /\[\+\]informer-sync ok/);
+      await waitFor(() => b.logs().includes('"msg":"informers synced"'), {
+        timeoutMs: 10_000,
+        what: "the standby's informers to sync",
+      });
+      assert.equal(await holder(lease), aIdentity);
+      // Work for the leader, seen by the standby's handlers too (they queue it, and must not act on
+      // it): a claim to bind, and a pod on a managed node whose CSI volume needs attaching.
+      const bound = (name: string) =>
+        waitFor(
+          async () =>
+            (await core.readNamespacedPersistentVolumeClaim({ namespace: ns, name })).status?.phase ===
+            "Bound",
+          { timeoutMs: 30_000, what: `the leader to bind ${name}` },
+        );
+      await podWithCSIVolumeOnManagedNode(core, {
+        name: "warm-standby-1",
+        pod: "warm-standby-1",
+        node: "warm-standby-node",
+        driver: "warm.csi.example.com",
+        handle: "warm-standby-1",
+        bound,
+      });
+      await waitFor(
+        async () =>
+          (await storage.listVolumeAttachment()).items.some(
+            (va) => va.spec.source.persistentVolumeName === "warm-standby-1",
+          ),
+        { timeoutMs: 30_000, what: "the leader to create the VolumeAttachment" },
+      );
+      // The standby's desired state holds the volume, its actual state nothing yet: it reports neither
+      // (a sum over the replicas would alert KubeVolumeControllerDesiredNotAttached).
+      const standbyMetrics = (await b.get("/metrics")).body;
+      assert.doesNotMatch(
+        standbyMetrics,
+        /^attachdetach_controller_total_volumes\{[^}]*\} [1-9]/m,
+        standbyMetrics,
+      );
+      const standbyWrites = () =>
+        writesBy(cp.auditLogPath, "kube-volume-controller/", since).filter(
+          (e) => !(e.userAgent ?? "").includes(aIdentity),
+        );
+      assert.deepEqual(standbyWrites(), [], `the standby wrote:\n${describeEvents(standbyWrites())}`);
+
+      // The volume Available first: a claim synced before its volume is (a fresh term syncs both
+      // queues at once) waits for the binder's resync, in KCM too.
+      await staticVolume("warm-standby-2");
+      await waitFor(
+        async () =>
+          (await core.readPersistentVolume({ name: "warm-standby-2" })).status?.phase === "Available",
+        { timeoutMs: 30_000, what: "warm-standby-2 to be Available" },
+      );
+      const stopped = performance.now();
+      a.child.kill("SIGTERM");
+      await staticClaim("warm-standby-2");
+      await waitFor(
+        async () =>
+          (await core.readNamespacedPersistentVolumeClaim({ namespace: ns, name: "warm-standby-2" })).status
+            ?.phase === "Bound",
+        { timeoutMs: 30_000, intervalMs: 50, what: "the new leader to bind warm-standby-2" },
+      );
+      const boundAfterMs = performance.now() - stopped;
+      assert.equal((await a.exited)[0], 0, a.logs());
+      assert.notEqual(await holder(lease), aIdentity);
+      console.log(`warm standby bound a new claim ${boundAfterMs.toFixed(0)} ms after the leader's SIGTERM`);
+      // The released lease is taken at the next attempt, not after the lease duration (4 s).
+      assert.ok(boundAfterMs < 4_000, `bound ${boundAfterMs.toFixed(0)} ms after SIGTERM`);
+    } finally {
+      a.child.kill("SIGKILL");
       b.child.kill("SIGTERM");
       await b.exited;
     }
@@ -377,6 +483,9 @@ describe("leader fencing on the real control plane", () => {
       // With leader election, the Lease requests (deadline: the renew deadline); without, informer lists.
       const leader = await startKvc(cp.kubeconfigPath, [
         master,
+        // Its informers list from the start too (warm standby): their lists, cut off with the path,
+        // must come back in time for the ready() below.
+        "--kube-api-request-timeout=1s",
         `--leader-elect-resource-namespace=${ns}`,
         "--leader-elect-resource-name=kvc-fence-hung",
         ...FAST_ELECTION,

@@ -121,4 +121,24 @@ describe("CompetingWriteWarning: metric, log line and Event", () => {
       /kvc_competing_writer_writes_total\{manager="kube-controller-manager",kind="PersistentVolume",field="spec.claimRef"\} 4/,
     );
   });
+
+  test("a standby (writes refused) counts and logs but sends no Event", async () => {
+    const registry = new Registry();
+    const warned: string[] = [];
+    const events: unknown[][] = [];
+    const w = new CompetingWriteWarning({
+      logger: { debug() {}, info() {}, warn: (_, msg) => warned.push(msg), error() {} },
+      events: { event: (...args) => events.push(args) },
+      registry,
+      clock: new FakeClock(),
+      mayWrite: () => false,
+    });
+    w.report(report("PersistentVolume", "pv-1"));
+    assert.equal(warned.length, 1);
+    assert.deepEqual(events, []);
+    assert.match(
+      await registry.getSingleMetricAsString("kvc_competing_writer_writes_total"),
+      /field="spec.claimRef"\} 1/,
+    );
+  });
 });
