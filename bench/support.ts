@@ -86,6 +86,14 @@ export function rssMiB(pid: number, which: "now" | "peak" = "now"): number {
   return Number(kb) / 1024;
 }
 
+/** The four volume loops, as deployed: binder, attach/detach, PVC and PV protection. */
+export const ALL_LOOPS = [
+  "persistentvolume-binder-controller",
+  "persistentvolume-attach-detach-controller",
+  "persistentvolumeclaim-protection-controller",
+  "persistentvolume-protection-controller",
+] as const;
+
 export interface StartedController {
   pid: number;
   stop(): Promise<void>;
@@ -95,11 +103,13 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 
 /**
  * `kvc run` from dist/ (`npm run build`) started as the image's entrypoint starts it (the same Node
- * options); resolves once /readyz passes.
+ * options, then `nodeArgs`, e.g. --cpu-prof); resolves once /readyz passes. Leader election is off
+ * unless `args` set --leader-elect.
  */
 export async function startCompiledKvc(
   kubeconfig: string,
   args: readonly string[],
+  nodeArgs: readonly string[] = [],
 ): Promise<StartedController> {
   const port = await freePort();
   const [, ...entrypoint] = imageEntrypoint();
@@ -107,10 +117,11 @@ export async function startCompiledKvc(
     process.execPath,
     [
       ...entrypoint.slice(0, -1),
+      ...nodeArgs,
       join(root, entrypoint.at(-1)!),
       "run",
       `--kubeconfig=${kubeconfig}`,
-      "--leader-elect=false",
+      ...(args.some((a) => a.startsWith("--leader-elect=")) ? [] : ["--leader-elect=false"]),
       "--bind-address=127.0.0.1",
       `--secure-port=${port}`,
       ...args,

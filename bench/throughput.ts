@@ -26,6 +26,7 @@ import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { waitFor } from "../src/util/wait.js";
 import { writesBy } from "../test/support/audit.js";
 import {
+  ALL_LOOPS,
   cpuSeconds,
   createClaims,
   createPairs,
@@ -48,14 +49,7 @@ const { values } = parseArgs({
 /** The loops both sides run: the binder alone, or all four as deployed. */
 function loopsOf(name: string): string[] {
   if (name === "binder") return ["persistentvolume-binder-controller"];
-  if (name === "all") {
-    return [
-      "persistentvolume-binder-controller",
-      "persistentvolume-attach-detach-controller",
-      "persistentvolumeclaim-protection-controller",
-      "persistentvolume-protection-controller",
-    ];
-  }
+  if (name === "all") return [...ALL_LOOPS];
   throw new Error(`--loops: binder or all, not ${name}`);
 }
 const LOOPS = loopsOf(values.loops);
