@@ -53,6 +53,8 @@ export class FlexVolumeProber implements DynamicPluginProber {
   readonly #watchers = new Map<string, FSWatcher>();
   /** Driver directories whose init failed, with when to try again. */
   readonly #failed = new Map<string, ExponentialBackoff>();
+  /** The plugin directory's watch reported something (its own deletion among others) since the last probe. */
+  #rootChanged = false;
   /** Set while the plugin directory, deleted, could not be watched again. */
   #rewatch: ExponentialBackoff | undefined;
   readonly #clock: Clock;
@@ -73,10 +75,16 @@ export class FlexVolumeProber implements DynamicPluginProber {
 
   async probe(): Promise<ProbeEvent[]> {
     if (this.#closed) return [];
-    const present = await access(this.#o.pluginDir).then(
-      () => true,
-      () => false,
-    );
+    // Looked for only after an event, as upstream's fsnotify handler does (issue 30 goal 2: probes run
+    // every 100 ms, and a stat each time was most of an idle controller's cost).
+    const look = this.#rootChanged || !this.#watchers.has("");
+    this.#rootChanged = false;
+    const present =
+      !look ||
+      (await access(this.#o.pluginDir).then(
+        () => true,
+        () => false,
+      ));
     if ((!present || !this.#watchers.has("")) && (this.#rewatch?.safeToRetry(this.#clock.now()) ?? true)) {
       // The plugin directory was deleted: recreate it, watch it again and rescan.
       this.#unwatch("");
@@ -166,6 +174,7 @@ export class FlexVolumeProber implements DynamicPluginProber {
   /** Undefined when watching; else why not. */
   #watchRoot(): string | undefined {
     return this.#watch("", this.#o.pluginDir, (name) => {
+      this.#rootChanged = true;
       if (name && !name.startsWith(".")) this.#dirty.add(name);
     });
   }
