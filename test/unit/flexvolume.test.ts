@@ -343,6 +343,33 @@ describe("FlexVolume prober", () => {
     }
   });
 
+  test("it says when a probe may find something: a watch event, a failed init's backoff ending", async () => {
+    const dir = pluginDir();
+    const clock = new FakeClock();
+    const prober = new FlexVolumeProber({ pluginDir: dir, log: silentLogger, clock });
+    let needed = 0;
+    prober.onProbeNeeded(() => needed++);
+    await prober.init();
+    try {
+      assert.deepEqual(await prober.probe(), []);
+      install(dir, "kvc~flaky", "initfailonce");
+      await waitFor(() => needed > 0, { timeoutMs: 10_000, what: "the watch event" });
+      await waitFor(async () => (await prober.probe(), calls(join(dir, "kvc~flaky")).length === 1), {
+        timeoutMs: 10_000,
+        what: "the first init to run (and fail)",
+      });
+      needed = 0;
+      clock.advance(500);
+      assert.equal(needed, 0, "within the backoff");
+      clock.advance(1);
+      assert.equal(needed, 1, "the backoff ended");
+      assert.deepEqual(collect(await prober.probe()), ["add kvc/flaky"]);
+    } finally {
+      prober.close();
+    }
+    assert.equal(clock.pendingTimers, 0, "close() cancels the retries");
+  });
+
   test("a registered driver whose init fails once is not unloaded", async () => {
     const dir = pluginDir();
     const driverDir = install(dir, "kvc~one");

@@ -59,6 +59,9 @@ export class FlexVolumeProber implements DynamicPluginProber {
   #rewatch: ExponentialBackoff | undefined;
   readonly #clock: Clock;
   #closed = false;
+  #onProbeNeeded: (() => void) | undefined;
+  /** Cancel the retry timers (failed inits, the plugin directory's watch). */
+  readonly #retries = new Set<() => void>();
 
   constructor(options: FlexVolumeProberOptions) {
     this.#o = options;
@@ -71,6 +74,10 @@ export class FlexVolumeProber implements DynamicPluginProber {
     if (!this.#o.shadow) await mkdir(this.#o.pluginDir, { recursive: true });
     const err = this.#watchRoot();
     if (err !== undefined) throw new Error(`error adding watch on Flexvolume directory: ${err}`);
+  }
+
+  onProbeNeeded(listener: () => void): void {
+    this.#onProbeNeeded = listener;
   }
 
   async probe(): Promise<ProbeEvent[]> {
@@ -95,6 +102,7 @@ export class FlexVolumeProber implements DynamicPluginProber {
         this.#probeAll = true;
       } else {
         (this.#rewatch ??= new ExponentialBackoff()).update(this.#clock.now());
+        this.#retryAfter(this.#rewatch.durationMs);
         this.#o.log.error(
           { path: this.#o.pluginDir, err, retryAfterMs: this.#rewatch.durationMs },
           "cannot watch the FlexVolume plugin directory",
@@ -126,6 +134,8 @@ export class FlexVolumeProber implements DynamicPluginProber {
   /** Stops watching. */
   close(): void {
     this.#closed = true;
+    for (const cancel of this.#retries) cancel();
+    this.#retries.clear();
     for (const w of this.#watchers.values()) w.close();
     this.#watchers.clear();
   }
@@ -163,6 +173,7 @@ export class FlexVolumeProber implements DynamicPluginProber {
       const backoff = this.#failed.get(directory) ?? new ExponentialBackoff();
       backoff.update(this.#clock.now());
       this.#failed.set(directory, backoff);
+      this.#retryAfter(backoff.durationMs);
       this.#o.log.error(
         { driver: driverNameOf(directory), err, retryAfterMs: backoff.durationMs },
         "error creating Flexvolume plugin from directory, skipping",
@@ -171,11 +182,26 @@ export class FlexVolumeProber implements DynamicPluginProber {
     }
   }
 
+  /** Tells the plugin manager that a probe may find something. */
+  #probeNeeded(): void {
+    this.#onProbeNeeded?.();
+  }
+
+  /** A probe is needed once a backoff of `ms` has passed (safeToRetry: strictly after). */
+  #retryAfter(ms: number): void {
+    const cancel = this.#clock.setTimer(() => {
+      this.#retries.delete(cancel);
+      this.#probeNeeded();
+    }, ms + 1);
+    this.#retries.add(cancel);
+  }
+
   /** Undefined when watching; else why not. */
   #watchRoot(): string | undefined {
     return this.#watch("", this.#o.pluginDir, (name) => {
       this.#rootChanged = true;
       if (name && !name.startsWith(".")) this.#dirty.add(name);
+      this.#probeNeeded();
     });
   }
 
@@ -183,7 +209,9 @@ export class FlexVolumeProber implements DynamicPluginProber {
   #watchDriver(directory: string): void {
     if (this.#watchers.has(directory)) return;
     const err = this.#watch(directory, join(this.#o.pluginDir, directory), (name) => {
-      if (!name?.startsWith(".")) this.#dirty.add(directory);
+      if (name?.startsWith(".")) return;
+      this.#dirty.add(directory);
+      this.#probeNeeded();
     });
     if (err !== undefined) {
       this.#o.log.error(
@@ -210,6 +238,7 @@ export class FlexVolumeProber implements DynamicPluginProber {
       watcher.on("error", () => {
         this.#unwatch(key);
         if (key !== "") this.#dirty.add(key);
+        this.#probeNeeded();
       });
       this.#watchers.set(key, watcher);
       return undefined;
