@@ -67,7 +67,7 @@ export const DEFAULT_TIMER_CONFIG: TimerConfig = {
 export interface AttachDetachControllerOptions {
   clients: Pick<ApiClients, "core">;
   informers: InformerFactory;
-  /** Attachable plugins (CSI, FlexVolume, …); probers added to it are refreshed every loop period. */
+  /** Attachable plugins (CSI, FlexVolume, …); probers added to it are refreshed when they have news. */
   plugins: VolumePluginManager;
   events: EventSink;
   logger: LogSink;
