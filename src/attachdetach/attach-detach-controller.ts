@@ -349,8 +349,10 @@ export class AttachDetachController {
     try {
       for (;;) {
         if (await plugins.refreshProbedPlugins()) this.#populator.findAndAddActivePods();
-        await sleep(this.#clock, this.#timers.reconcilerLoopPeriodMs, signal);
         await plugins.whenProbeNeeded(signal);
+        // A loop period after the news, as the poll this replaces: a driver being installed is
+        // looked at once its files are in place, not at its directory's first event.
+        await sleep(this.#clock, this.#timers.reconcilerLoopPeriodMs, signal);
       }
     } catch {
       // aborted

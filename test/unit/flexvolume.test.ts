@@ -325,6 +325,29 @@ describe("FlexVolume prober", () => {
     }
   });
 
+  test("a driver directory probed before its executable arrives is watched: the executable is found", async () => {
+    const dir = pluginDir();
+    const prober = new FlexVolumeProber({ pluginDir: dir, log: silentLogger });
+    let needed = 0;
+    prober.onProbeNeeded(() => needed++);
+    await prober.init();
+    try {
+      assert.deepEqual(await prober.probe(), []);
+      mkdirSync(join(dir, "kvc~late"));
+      await waitFor(() => needed > 0, { timeoutMs: 10_000, what: "the directory's event" });
+      assert.deepEqual(await prober.probe(), [], "no executable yet");
+      needed = 0;
+      install(dir, "kvc~late");
+      await waitFor(() => needed > 0, { timeoutMs: 10_000, what: "the executable's event" });
+      await waitFor(async () => collect(await prober.probe()).includes("add kvc/late"), {
+        timeoutMs: 10_000,
+        what: "the driver to be added",
+      });
+    } finally {
+      prober.close();
+    }
+  });
+
   test("a driver whose init fails is retried after a backoff, without a filesystem change", async () => {
     const dir = pluginDir();
     const driverDir = install(dir, "kvc~flaky", "initfailonce");

@@ -148,7 +148,14 @@ export class FlexVolumeProber implements DynamicPluginProber {
       () => false,
     );
     if (!installed) {
-      this.#unwatch(directory);
+      // A driver directory whose executable is still to come is watched, so that its arrival is seen
+      // (upstream watches every directory created under the plugin directory).
+      const present = await access(dir).then(
+        () => true,
+        () => false,
+      );
+      if (present) this.#watchDriver(directory);
+      else this.#unwatch(directory);
       this.#failed.delete(directory);
       if (!this.#known.delete(directory)) return undefined;
       return { op: "remove", pluginName: driverNameOf(directory) };
