@@ -57,11 +57,12 @@ export const PLUGIN_SCENARIOS: Scenario[] = [
   },
   {
     name: "flexvolume: a failing attach is retried past its backoff and attaches once the driver recovers",
-    // The attach fails and backs off (500 ms doubling); the driver, fixed, is found by the next retry
-    // once the backoff expires, whenever that falls: the test waits for the node to list the volume.
+    // The attach fails (only the attach: a driver failing getvolumename would leave the volume out of
+    // the desired state altogether) and backs off (500 ms doubling); the driver, fixed, is found by
+    // the next retry once the backoff expires: the test waits for the node to list the volume.
     steps: [
       ...readyNodes("node-1"),
-      { flexDriver: { directory: "kvc~broken", mode: "fail" } },
+      { flexDriver: { directory: "kvc~broken", mode: "attachfail" } },
       { settle: true },
       {
         create: [
