@@ -144,6 +144,7 @@ export class Reconciler {
 
   /** Resolves when a cache changes or the sync period falls due; rejects when `signal` aborts. */
   #untilDue(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
     return new Promise((resolve, reject) => {
       const done = () => {
         this.#wake = undefined;

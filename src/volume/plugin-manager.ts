@@ -102,6 +102,7 @@ export class VolumePluginManager {
    * once for a prober that cannot tell). Rejects when `signal` aborts.
    */
   whenProbeNeeded(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
     if (this.#polled || this.#probeNeeded) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const onAbort = () => {

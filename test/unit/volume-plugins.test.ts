@@ -143,6 +143,7 @@ describe("VolumePluginManager", () => {
     const aborted = m.whenProbeNeeded(abort.signal);
     abort.abort(new Error("stopped"));
     await assert.rejects(aborted, /stopped/);
+    await assert.rejects(m.whenProbeNeeded(abort.signal), /stopped/, "already aborted: no wait");
     await m.addProber(new ScriptedProber());
     await m.whenProbeNeeded(new AbortController().signal); // polled from now on
   });
