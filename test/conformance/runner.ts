@@ -200,6 +200,9 @@ export class ConformanceRunner {
   async start(): Promise<void> {
     const shadow = SHADOW_ENABLED && this.#impl === "kube-controller-manager";
     this.#cp = await LocalControlPlane.start({ audit: shadow });
+    // Before the shadow, which never creates it (KCM does, after): without it the shadow would run
+    // without FlexVolume until its first restart, and a FlexVolume scenario run first would fail.
+    await mkdir(this.#flexDir, { recursive: true });
     if (shadow) {
       const args = [`--controllers=${CONTROLLERS.join(",")}`, `--flex-volume-plugin-dir=${this.#flexDir}`];
       this.shadow = new ShadowCheck(this.#cp.kubeconfigPath, this.#cp.auditLogPath, [...args, ...FLAGS]);
