@@ -17,6 +17,7 @@ import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { sleep, realClock } from "../src/runtime/clock.js";
 import {
+  ALL_LOOPS,
   createPreBoundPair,
   pool,
   rssMiB,
@@ -77,12 +78,7 @@ try {
     const t0 = performance.now();
     await createMixedCluster(core, cp.kubeConfig().makeApiClient(StorageV1Api), size, CONCURRENCY, progress);
     progress(`cluster created in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
-    const controllers = [
-      "persistentvolume-binder-controller",
-      "persistentvolume-attach-detach-controller",
-      "persistentvolumeclaim-protection-controller",
-      "persistentvolume-protection-controller",
-    ];
+    const controllers = ALL_LOOPS;
     const kcm = await measure(async () => {
       const p = await cp.startKubeControllerManager({ controllers, args: flags });
       return { pid: p.pid!, stop: () => p.stop() };

@@ -90,6 +90,14 @@ export function rssMiB(pid: number, which: "now" | "peak" = "now"): number {
   return Number(kb) / 1024;
 }
 
+/** The four volume loops, as deployed: binder, attach/detach, PVC and PV protection. */
+export const ALL_LOOPS = [
+  "persistentvolume-binder-controller",
+  "persistentvolume-attach-detach-controller",
+  "persistentvolumeclaim-protection-controller",
+  "persistentvolume-protection-controller",
+] as const;
+
 export interface StartedController {
   pid: number;
   stop(): Promise<void>;
@@ -99,12 +107,13 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 
 /**
  * `kvc run` from dist/ (`npm run build`) started as the image's entrypoint starts it (the same Node
- * options), without leader election unless `leaderElect`; resolves once /readyz passes.
+ * options, then `nodeArgs`, e.g. --cpu-prof), without leader election unless `leaderElect`; resolves
+ * once /readyz passes.
  */
 export async function startCompiledKvc(
   kubeconfig: string,
   args: readonly string[],
-  { leaderElect = false }: { leaderElect?: boolean } = {},
+  { leaderElect = false, nodeArgs = [] }: { leaderElect?: boolean; nodeArgs?: readonly string[] } = {},
 ): Promise<StartedController> {
   const port = await freePort();
   const [, ...entrypoint] = imageEntrypoint();
@@ -112,6 +121,7 @@ export async function startCompiledKvc(
     process.execPath,
     [
       ...entrypoint.slice(0, -1),
+      ...nodeArgs,
       join(root, entrypoint.at(-1)!),
       "run",
       `--kubeconfig=${kubeconfig}`,
@@ -206,14 +216,6 @@ export async function createPreBoundPair(core: CoreV1Api, pair: PreBoundPair): P
     },
   });
 }
-
-/** The four volume loops, as deployed. */
-export const ALL_LOOPS = [
-  "persistentvolume-binder-controller",
-  "persistentvolume-attach-detach-controller",
-  "persistentvolumeclaim-protection-controller",
-  "persistentvolume-protection-controller",
-];
 
 export type Impl = "kvc" | "kcm";
 

@@ -52,7 +52,7 @@ const { values } = parseArgs({
 /** The loops both sides run: the binder alone, or all four as deployed. */
 function loopsOf(name: string): string[] {
   if (name === "binder") return ["persistentvolume-binder-controller"];
-  if (name === "all") return ALL_LOOPS;
+  if (name === "all") return [...ALL_LOOPS];
   throw new Error(`--loops: binder or all, not ${name}`);
 }
 const LOOPS = loopsOf(values.loops);

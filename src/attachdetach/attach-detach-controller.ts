@@ -2,8 +2,7 @@ import type { V1Node, V1Pod } from "@kubernetes/client-node";
 import type { Registry } from "prom-client";
 import { isNotFound } from "../runtime/api-errors.js";
 import { abortableRequest, type ApiClients } from "../runtime/client.js";
-import { realClock, type Clock } from "../runtime/clock.js";
-import { until } from "../util/wait.js";
+import { realClock, sleep, type Clock } from "../runtime/clock.js";
 import type { InformerFactory } from "../runtime/informer/index.js";
 import { objectKey } from "../runtime/informer/store.js";
 import type { LogSink } from "../runtime/logger.js";
@@ -68,7 +67,7 @@ export const DEFAULT_TIMER_CONFIG: TimerConfig = {
 export interface AttachDetachControllerOptions {
   clients: Pick<ApiClients, "core">;
   informers: InformerFactory;
-  /** Attachable plugins (CSI, FlexVolume, …); probers added to it are refreshed every loop period. */
+  /** Attachable plugins (CSI, FlexVolume, …); probers added to it are refreshed when they have news. */
   plugins: VolumePluginManager;
   events: EventSink;
   logger: LogSink;
@@ -353,15 +352,23 @@ export class AttachDetachController {
     }
   }
 
-  /** Applies plugins the probers found or lost; new ones may make skipped pod volumes attachable. */
+  /**
+   * Applies plugins the probers found or lost; new ones may make skipped pod volumes attachable. At
+   * most once a loop period, and only when a prober may have something to report (issue 30 goal 2).
+   */
   async #refreshProbedPlugins(signal: AbortSignal): Promise<void> {
-    await until(
-      async () => {
-        if (await this.#o.plugins.refreshProbedPlugins()) this.#populator.findAndAddActivePods();
-      },
-      this.#timers.reconcilerLoopPeriodMs,
-      { clock: this.#clock, signal },
-    );
+    const { plugins } = this.#o;
+    try {
+      for (;;) {
+        if (await plugins.refreshProbedPlugins()) this.#populator.findAndAddActivePods();
+        await plugins.whenProbeNeeded(signal);
+        // A loop period after the news, as the poll this replaces: a driver being installed is
+        // looked at once its files are in place, not at its directory's first event.
+        await sleep(this.#clock, this.#timers.reconcilerLoopPeriodMs, signal);
+      }
+    } catch {
+      // aborted
+    }
   }
 
   *#scheduledPodVolumes(): Iterable<{ nodeName: string; spec: VolumeSpec }> {

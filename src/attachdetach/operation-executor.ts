@@ -209,6 +209,11 @@ export class OperationExecutor {
     }
   }
 
+  /** Whether any operation (attach, detach, verification) is running. */
+  hasRunningOperations(): boolean {
+    return this.#running.size > 0;
+  }
+
   /** Resolves once no operation is running, including ones started meanwhile (tests, shutdown). */
   async waitForCompletion(): Promise<void> {
     while (this.#running.size > 0) await Promise.all(this.#running);

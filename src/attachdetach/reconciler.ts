@@ -1,6 +1,5 @@
 import type { V1Node } from "@kubernetes/client-node";
-import type { Clock } from "../runtime/clock.js";
-import { until } from "../util/wait.js";
+import { sleep, type Clock } from "../runtime/clock.js";
 import { objectReference } from "../runtime/events/reference.js";
 import type { LogSink } from "../runtime/logger.js";
 import type { EventSink } from "../runtime/events/event-sink.js";
@@ -51,6 +50,7 @@ export interface ReconcilerOptions {
     OperationExecutor,
     | "isOperationPending"
     | "isOperationSafeToRetry"
+    | "hasRunningOperations"
     | "attachVolume"
     | "prepareDetach"
     | "verifyVolumesAreAttached"
@@ -74,11 +74,23 @@ export interface ReconcilerOptions {
 }
 
 /**
+ * Whether the loop's tick runs a pass (issue 30 goal 2: idle cost). A pass that ended idle (nothing
+ * to detach, attach, report or wait for: see Reconciler.#idle) recorded the caches' generation; until
+ * they change or the sync period falls due, another pass would find the same and do nothing, so it is
+ * skipped. Every timed behaviour (the max wait for unmount, the operations' backoff, the retried node
+ * status write) belongs to a state that is not idle, where every tick passes, as upstream's.
+ */
+export function passDue(idleGeneration: number | undefined, generation: number, syncDue: boolean): boolean {
+  return idleGeneration === undefined || generation !== idleGeneration || syncDue;
+}
+
+/**
  * Drives the actual state of the world toward the desired one (upstream attachdetach reconciler):
  * each pass detaches what is no longer wanted, then attaches what is, then writes node statuses; every
  * sync period it also verifies the attachments with the plugins. A volume the node still reports
  * mounted is not detached unless the node is unhealthy and the unmount wait expired, or the node is
- * tainted out-of-service: detaching a mounted volume loses data.
+ * tainted out-of-service: detaching a mounted volume loses data. Unlike upstream, a tick whose pass
+ * would do nothing is skipped (passDue).
  */
 export class Reconciler {
   readonly #o: ReconcilerOptions;
@@ -86,6 +98,10 @@ export class Reconciler {
   readonly #maxWaitForUnmountMs: number;
   readonly #syncPeriodMs: number;
   #lastSync: number;
+  /** The caches' generation when the last pass ended idle; undefined when it did not. */
+  #idleGeneration: number | undefined;
+  /** Set while run() sleeps through an idle stretch: ends the sleep. */
+  #wake: (() => void) | undefined;
 
   constructor(options: ReconcilerOptions) {
     this.#o = options;
@@ -93,11 +109,66 @@ export class Reconciler {
     this.#maxWaitForUnmountMs = options.maxWaitForUnmountMs ?? 6 * 60_000;
     this.#syncPeriodMs = options.syncPeriodMs ?? 60_000;
     this.#lastSync = options.clock.now();
+    const wake = () => this.#wake?.();
+    options.dsw.onChange(wake);
+    options.asw.onChange(wake);
   }
 
-  /** Runs a pass every loop period until `signal` aborts. */
+  /**
+   * Ticks every loop period until `signal` aborts (upstream wait.Until). While idle it sleeps instead,
+   * until a cache changes or the sync period falls due, and then ticks at once: a timer firing ten
+   * times a second costs an idle process more than the passes it skips (issue 30 goal 2).
+   */
   async run(signal: AbortSignal): Promise<void> {
-    await until(() => this.reconcile(), this.#loopPeriodMs, { clock: this.#o.clock, signal });
+    const { clock } = this.#o;
+    try {
+      for (;;) {
+        signal.throwIfAborted();
+        await this.tick();
+        await sleep(clock, this.#loopPeriodMs, signal);
+        if (!this.#due()) await this.#untilDue(signal);
+      }
+    } catch {
+      // aborted
+    }
+  }
+
+  /** The loop's step: a pass, unless the last one ended idle and nothing changed since (passDue). */
+  async tick(): Promise<void> {
+    if (this.#due()) await this.reconcile();
+  }
+
+  #due(): boolean {
+    return passDue(this.#idleGeneration, this.#generation(), this.#syncDue());
+  }
+
+  /** Resolves when a cache changes or the sync period falls due; rejects when `signal` aborts. */
+  #untilDue(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        this.#wake = undefined;
+        cancel();
+        signal.removeEventListener("abort", onAbort);
+      };
+      const onAbort = () => {
+        done();
+        reject(signal.reason as Error);
+      };
+      const syncAt = this.#syncEnabled() ? this.#lastSync + this.#syncPeriodMs + 1 : undefined;
+      const cancel =
+        syncAt === undefined
+          ? () => {}
+          : this.#o.clock.setTimer(() => {
+              done();
+              resolve();
+            }, syncAt - this.#o.clock.now());
+      this.#wake = () => {
+        done();
+        resolve();
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
   }
 
   /** One pass of the loop (upstream reconciliationLoopFunc). Operations it starts run on after it returns. */
@@ -109,12 +180,38 @@ export class Reconciler {
     } catch (err) {
       this.#o.log.info({ err }, "UpdateNodeStatuses failed");
     }
-    if (this.#o.disableReconciliationSync) return;
+    if (this.#syncDue()) {
+      this.#o.executor.verifyVolumesAreAttached(this.#o.asw.getAttachedVolumesPerNode());
+      this.#lastSync = this.#o.clock.now();
+    }
+    this.#idleGeneration = this.#idle() ? this.#generation() : undefined;
+  }
+
+  #syncEnabled(): boolean {
     // As upstream, a sync period under a second turns the verification off.
-    if (this.#syncPeriodMs < 1000) return;
-    if (this.#o.clock.now() - this.#lastSync <= this.#syncPeriodMs) return;
-    this.#o.executor.verifyVolumesAreAttached(this.#o.asw.getAttachedVolumesPerNode());
-    this.#lastSync = this.#o.clock.now();
+    return !this.#o.disableReconciliationSync && this.#syncPeriodMs >= 1000;
+  }
+
+  #syncDue(): boolean {
+    return this.#syncEnabled() && this.#o.clock.now() - this.#lastSync > this.#syncPeriodMs;
+  }
+
+  #generation(): number {
+    return this.#o.dsw.generation + this.#o.asw.generation;
+  }
+
+  /**
+   * Whether a pass now would do nothing: every attachment is confirmed, wanted and without a detach
+   * clock running, every wanted volume is attached, no node status waits to be written and no
+   * operation runs (its end changes the caches, or leaves a backoff that only a non-idle state reads).
+   */
+  #idle(): boolean {
+    const { dsw, asw, executor } = this.#o;
+    if (executor.hasRunningOperations() || asw.nodeStatusUpdateNeeded()) return false;
+    for (const v of asw.getAttachedVolumes()) {
+      if (v.detachRequestedTime !== undefined || !dsw.volumeExists(v.volumeName, v.nodeName)) return false;
+    }
+    return dsw.getVolumesToAttach().every((v) => asw.getAttachState(v.volumeName, v.nodeName) === "Attached");
   }
 
   async #detachUndesiredVolumes(): Promise<void> {

@@ -23,6 +23,11 @@ export type ProbeEvent =
 export interface DynamicPluginProber {
   init(): Promise<void>;
   probe(): Promise<ProbeEvent[]>;
+  /**
+   * Calls `listener` whenever a probe may find something (a watch event, a retry falling due); a
+   * prober without it is probed on every refresh.
+   */
+  onProbeNeeded?(listener: () => void): void;
 }
 
 /** Thrown when no plugin supports a spec; callers that treat "none" as normal test for it. */
@@ -56,6 +61,12 @@ export class VolumePluginManager {
   readonly #probers: DynamicPluginProber[] = [];
   // Refreshes run one after another so a later probe's events are never applied before an earlier one's.
   #refreshing: Promise<void> = Promise.resolve();
+  /** A prober said a probe may find something since the last refresh began. */
+  #probeNeeded = false;
+  /** Some prober cannot say when (no onProbeNeeded): every refresh is needed. */
+  #polled = false;
+  /** Set while whenProbeNeeded waits. */
+  #wake: (() => void) | undefined;
 
   constructor(private readonly logger: LogSink) {}
 
@@ -77,7 +88,34 @@ export class VolumePluginManager {
   async addProber(prober: DynamicPluginProber): Promise<void> {
     await prober.init();
     this.#probers.push(prober);
+    if (prober.onProbeNeeded) {
+      prober.onProbeNeeded(() => {
+        this.#probeNeeded = true;
+        this.#wake?.();
+      });
+    } else this.#polled = true;
     await this.refreshProbedPlugins();
+  }
+
+  /**
+   * Resolves once a refresh may find something: a prober said so since the last refresh began (at
+   * once for a prober that cannot tell). Rejects when `signal` aborts.
+   */
+  whenProbeNeeded(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    if (this.#polled || this.#probeNeeded) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.#wake = undefined;
+        reject(signal.reason as Error);
+      };
+      this.#wake = () => {
+        this.#wake = undefined;
+        signal.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
   }
 
   /**
@@ -87,6 +125,7 @@ export class VolumePluginManager {
   refreshProbedPlugins(): Promise<boolean> {
     let changed = false;
     this.#refreshing = this.#refreshing.then(async () => {
+      this.#probeNeeded = false;
       for (const prober of this.#probers) {
         let events: ProbeEvent[];
         try {

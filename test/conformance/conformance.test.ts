@@ -4,7 +4,7 @@ import { diff, poolTies, unexpectedHandoverWrites } from "./compare.js";
 import { explainMismatches, type ExplainResult } from "./explain-check.js";
 import { ConformanceRunner } from "./runner.js";
 import { randomScenario } from "./random-scenario.js";
-import { SCENARIOS } from "./scenarios.js";
+import { LONG_SCENARIOS, SCENARIOS } from "./scenarios.js";
 import { MIGRATION_SCENARIOS } from "./scenarios-migration.js";
 import { PLUGIN_SCENARIOS } from "./scenarios-plugins.js";
 import { MAX_TIED_BINDINGS, MIN_COMPARED, shadowFailures } from "./shadow-check.js";
@@ -14,6 +14,7 @@ import { MAX_TIED_BINDINGS, MIN_COMPARED, shadowFailures } from "./shadow-check.
  * on its own embedded control plane, at the same time; their settled outcomes must be equal.
  *   KVC_CONFORMANCE_SEEDS=20 (random scenarios, default 10)  KVC_CONFORMANCE_SEED=<n> (replay one)
  *   KVC_CONFORMANCE_ONLY=<substring>[,<substring>…] (run matching scenarios only; none matching fails)
+ *   KVC_CONFORMANCE_LONG=1 (also the scenarios that wait out minutes: LONG_SCENARIOS)
  */
 
 const only = process.env.KVC_CONFORMANCE_ONLY;
@@ -24,6 +25,7 @@ const scenarios = [
   ...SCENARIOS,
   ...MIGRATION_SCENARIOS,
   ...PLUGIN_SCENARIOS,
+  ...(process.env.KVC_CONFORMANCE_LONG === "1" ? LONG_SCENARIOS : []),
   ...seeds.map(randomScenario),
 ].filter((s) => !only || only.split(",").some((part) => s.name.includes(part)));
 

@@ -83,6 +83,11 @@ export type Step =
    * periodic loop removes; at the deadline the scenario carries on and the snapshot shows it there.
    */
   | { gone: Ref & { withinMs: number } }
+  /**
+   * Waits (deadline `withinMs`) until the node's status.volumesAttached lists a volume, e.g. after
+   * an attach that only a retry past its backoff makes; at the deadline the scenario carries on.
+   */
+  | { reported: { node: string; withinMs: number } }
   /** Stops the implementation and starts it again. */
   | { restart: true }
   /**
@@ -195,6 +200,9 @@ export class ConformanceRunner {
   async start(): Promise<void> {
     const shadow = SHADOW_ENABLED && this.#impl === "kube-controller-manager";
     this.#cp = await LocalControlPlane.start({ audit: shadow });
+    // Before the shadow, which never creates it (KCM does, after): without it the shadow would run
+    // without FlexVolume until its first restart, and a FlexVolume scenario run first would fail.
+    await mkdir(this.#flexDir, { recursive: true });
     if (shadow) {
       const args = [`--controllers=${CONTROLLERS.join(",")}`, `--flex-volume-plugin-dir=${this.#flexDir}`];
       this.shadow = new ShadowCheck(this.#cp.kubeconfigPath, this.#cp.auditLogPath, [...args, ...FLAGS]);
@@ -444,6 +452,12 @@ export class ConformanceRunner {
           ),
         { timeoutMs: withinMs, intervalMs: 500, what: `${target.kind} ${target.name} to be gone` },
       ).catch(() => undefined); // the snapshot shows it still there
+    } else if ("reported" in step) {
+      const { node, withinMs } = step.reported;
+      await waitFor(
+        async () => ((await this.#core.readNode({ name: node })).status?.volumesAttached ?? []).length > 0,
+        { timeoutMs: withinMs, intervalMs: 500, what: `node ${node} to list an attached volume` },
+      ).catch(() => undefined); // the snapshot shows it unlisted
     } else if ("restart" in step) {
       await this.#switchTo(this.#running?.impl ?? this.#impl);
     } else if ("switchTo" in step) {

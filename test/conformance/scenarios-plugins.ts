@@ -56,6 +56,29 @@ export const PLUGIN_SCENARIOS: Scenario[] = [
     ],
   },
   {
+    name: "flexvolume: a failing attach is retried past its backoff and attaches once the driver recovers",
+    thirdParty:
+      "the test breaks the driver and then fixes it: the shadow, which never runs a driver's attach, cannot see it fail",
+    // The attach fails (only the attach: a driver failing getvolumename would leave the volume out of
+    // the desired state altogether) and backs off (500 ms doubling); the driver, fixed, is found by
+    // the next retry once the backoff expires: the test waits for the node to list the volume.
+    steps: [
+      ...readyNodes("node-1"),
+      { flexDriver: { directory: "kvc~broken", mode: "attachfail" } },
+      { settle: true },
+      {
+        create: [
+          podWith("pod-1", "node-1", [
+            { name: "flex", flexVolume: { driver: "kvc/broken", options: { volumeID: "vol-1" } } },
+          ]),
+        ],
+      },
+      { checkpoint: "failing" },
+      { flexDriver: { directory: "kvc~broken", mode: "ok" } },
+      { reported: { node: "node-1", withinMs: 150_000 } },
+    ],
+  },
+  {
     name: "iscsi: a pod's iSCSI PV and inline iSCSI volume are reported attached",
     steps: [
       ...readyNodes("node-1"),

@@ -706,3 +706,23 @@ export const SCENARIOS: Scenario[] = [
     ],
   },
 ];
+
+/**
+ * Scenarios that wait out a long period, run only with KVC_CONFORMANCE_LONG=1 (each costs minutes of
+ * CI): the reconciler's 6-minute wait for unmount before a forced detach, a constant on both sides.
+ */
+export const LONG_SCENARIOS: Scenario[] = [
+  {
+    name: "detach: a volume still mounted on a NotReady node is force-detached after the 6-minute wait",
+    steps: [
+      ...readyNodes("n1"),
+      { create: csiPair("v1") },
+      { create: [pod("p1", "n1", ["claim-v1"])] },
+      { attachAll: { pvs: ["pv-v1"], node: "n1" } },
+      { kubelet: { node: "n1", volumesInUse: [csiVolume("v1")], ready: false } },
+      { delete: { kind: "Pod", name: "p1" } },
+      { checkpoint: "waiting for unmount" },
+      { gone: { kind: "VolumeAttachment", name: attachmentName("v1", "n1"), withinMs: 8 * 60_000 } },
+    ],
+  },
+];

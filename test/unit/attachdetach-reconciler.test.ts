@@ -7,6 +7,7 @@ import { DesiredStateOfWorld } from "../../src/attachdetach/cache/desired-state-
 import { OperationExecutor } from "../../src/attachdetach/operation-executor.js";
 import {
   nodeHealthFrom,
+  passDue,
   Reconciler,
   TAINT_NODE_OUT_OF_SERVICE,
   type ForceDetachReason,
@@ -102,6 +103,12 @@ interface HarnessOptions {
   maxWaitForUnmountMs?: number;
   disableForceDetachOnTimeout?: boolean;
   syncPeriodMs?: number;
+  /**
+   * updateNodeStatuses takes the reports it writes off the ASW, as the real updater does (a failure
+   * flags them again); without it (upstream's fake) the flags stay for the test to read, so the
+   * world never goes idle and every tick passes.
+   */
+  writeStatuses?: boolean;
 }
 
 function harness(options: HarnessOptions = {}) {
@@ -119,8 +126,16 @@ function harness(options: HarnessOptions = {}) {
       assert.equal("kind" in subject ? subject.kind : undefined, "Pod");
     },
   };
-  /** `during` runs inside updateNodeStatusForNode: what happens while the patch is in flight. */
-  const status = { fail: false, forNode: [] as string[], during: undefined as (() => void) | undefined };
+  /**
+   * `during` runs inside updateNodeStatusForNode: what happens while the patch is in flight; `passes`
+   * counts updateNodeStatuses, which every pass calls.
+   */
+  const status = {
+    fail: false,
+    forNode: [] as string[],
+    during: undefined as (() => void) | undefined,
+    passes: 0,
+  };
   const forced: Record<ForceDetachReason, number> = { timeout: 0, "out-of-service": 0 };
   const executor = new OperationExecutor({
     plugins,
@@ -142,7 +157,16 @@ function harness(options: HarnessOptions = {}) {
           ? Promise.reject(new Error("fake error on update node status"))
           : Promise.resolve();
       },
-      updateNodeStatuses: () => (status.fail ? Promise.reject(new Error("fake error")) : Promise.resolve()),
+      updateNodeStatuses: () => {
+        status.passes++;
+        if (!options.writeStatuses) {
+          return status.fail ? Promise.reject(new Error("fake error")) : Promise.resolve();
+        }
+        const written = [...asw.getVolumesToReportAttached().keys()];
+        if (!status.fail || written.length === 0) return Promise.resolve();
+        for (const n of written) asw.setNodeStatusUpdateNeeded(n);
+        return Promise.reject(new Error("fake error"));
+      },
     },
     nodes: nodeHealthFrom((name) => nodes.get(name)),
     events: sink,
@@ -159,10 +183,13 @@ function harness(options: HarnessOptions = {}) {
       ? {}
       : { disableForceDetachOnTimeout: options.disableForceDetachOnTimeout }),
   });
-  /** Passes every LOOP_MS for `ms` of fake time, each followed by the operations it started. */
+  /**
+   * Ticks every LOOP_MS for `ms` of fake time, as run() does (a pass only when one is due), each
+   * followed by the operations it started.
+   */
   const run = async (ms: number) => {
     for (let t = 0; t < ms; t += LOOP_MS) {
-      await reconciler.reconcile();
+      await reconciler.tick();
       await executor.waitForCompletion();
       clock.advance(LOOP_MS);
     }
@@ -544,30 +571,33 @@ describe("attach/detach reconciler: the max-wait-for-unmount timer", () => {
     { deletePod: "pod-uid", on: "node-name" },
   ];
 
-  test("the controller's default: a mounted volume on an unknown node is force-detached after 6 minutes", () =>
-    play(harness({ maxWaitForUnmountMs: DEFAULT_TIMER_CONFIG.maxWaitForUnmountMs }), [
-      ...mountedOnUnknownNode,
-      { runMs: LOOP_MS }, // the detach request time is set
-      { advanceMs: 6 * 60_000 - 1000 },
-      { runMs: LOOP_MS },
-      { expect: { calls: { detach: 0 }, forced: { timeout: 0 } } },
-      { advanceMs: 1000 },
-      { runMs: 2 * LOOP_MS },
-      { expect: { calls: { detach: 1 }, forced: { timeout: 1 } } },
-    ]));
+  for (const writeStatuses of [false, true]) {
+    const idle = writeStatuses ? ", the idle ticks skipped" : "";
+    test(`the controller's default: a mounted volume on an unknown node is force-detached after 6 minutes${idle}`, () =>
+      play(harness({ maxWaitForUnmountMs: DEFAULT_TIMER_CONFIG.maxWaitForUnmountMs, writeStatuses }), [
+        ...mountedOnUnknownNode,
+        { runMs: LOOP_MS }, // the detach request time is set
+        { advanceMs: 6 * 60_000 - 1000 },
+        { runMs: LOOP_MS },
+        { expect: { calls: { detach: 0 }, forced: { timeout: 0 } } },
+        { advanceMs: 1000 },
+        { runMs: 2 * LOOP_MS },
+        { expect: { calls: { detach: 1 }, forced: { timeout: 1 } } },
+      ]));
 
-  test("a volume wanted again restarts the timer: the next detach waits the whole time again", () =>
-    play(harness(), [
-      ...mountedOnUnknownNode,
-      { runMs: 3 * LOOP_MS },
-      { addPod: "pod-uid", on: "node-name" },
-      { runMs: 3 * LOOP_MS }, // more than MAX_WAIT_MS since the first detach request
-      { deletePod: "pod-uid", on: "node-name" },
-      { runMs: 3 * LOOP_MS },
-      { expect: { calls: { attach: 1, detach: 0 }, forced: { timeout: 0 } } },
-      { runMs: MAX_WAIT_MS },
-      { expect: { calls: { attach: 1, detach: 1 }, forced: { timeout: 1 } } },
-    ]));
+    test(`a volume wanted again restarts the timer: the next detach waits the whole time again${idle}`, () =>
+      play(harness({ writeStatuses }), [
+        ...mountedOnUnknownNode,
+        { runMs: 3 * LOOP_MS },
+        { addPod: "pod-uid", on: "node-name" },
+        { runMs: 3 * LOOP_MS }, // more than MAX_WAIT_MS since the first detach request
+        { deletePod: "pod-uid", on: "node-name" },
+        { runMs: 3 * LOOP_MS },
+        { expect: { calls: { attach: 1, detach: 0 }, forced: { timeout: 0 } } },
+        { runMs: MAX_WAIT_MS },
+        { expect: { calls: { attach: 1, detach: 1 }, forced: { timeout: 1 } } },
+      ]));
+  }
 });
 
 describe("attach/detach reconciler (upstream reconciler_test.go)", () => {
@@ -855,24 +885,120 @@ describe("attach/detach reconciler: operations (derived from upstream code)", ()
     assert.equal(reported(h, TIMEOUT_ATTACH_NODE), false);
   });
 
-  test("run() passes every loop period until aborted", async () => {
+  test("run() ticks every loop period until aborted; a tick passes while there is work", async () => {
     const h = harness();
-    let passes = 0;
-    const reconcile = h.reconciler.reconcile.bind(h.reconciler);
-    h.reconciler.reconcile = () => {
-      passes++;
-      return reconcile();
-    };
+    h.dsw.addNode(FAIL_DETACH_NODE);
+    h.asw.markVolumeAsAttached(VOLUME, volumeSpec(), FAIL_DETACH_NODE, "");
+    h.asw.setVolumesMountedByNode([], FAIL_DETACH_NODE);
     const abort = new AbortController();
     const done = h.reconciler.run(abort.signal);
-    await new Promise(setImmediate);
-    h.clock.advance(100);
-    await new Promise(setImmediate);
-    h.clock.advance(100);
-    await new Promise(setImmediate);
+    for (let i = 0; i < 30; i++) {
+      await new Promise(setImmediate);
+      h.clock.advance(100);
+    }
     abort.abort();
     await done;
-    assert.equal(passes, 3);
+    // A detach that keeps failing, retried as its backoff allows: 500 ms, 1 s, 2 s.
+    assert.equal(h.fake.calls.detach, 3);
+    assert.ok(h.status.passes >= 30, `${h.status.passes} passes in 31 ticks`);
+  });
+});
+
+describe("attach/detach reconciler: idle ticks (issue 30 goal 2)", () => {
+  test("passDue: a pass unless the last ended idle, nothing changed since and no sync is due", () => {
+    assert.equal(passDue(undefined, 7, false), true, "the last pass did not end idle");
+    assert.equal(passDue(7, 7, false), false);
+    assert.equal(passDue(7, 8, false), true, "a cache changed");
+    assert.equal(passDue(7, 7, true), true, "the sync period fell due");
+  });
+
+  /** One volume attached, wanted and written to node-name's status: nothing to do. */
+  async function settled(options: HarnessOptions = {}) {
+    const h = harness({ syncPeriodMs: 60_000, writeStatuses: true, ...options });
+    h.dsw.addNode("node-name");
+    h.dsw.addPod("pod-uid", newPod("pod-uid"), volumeSpec(), "node-name");
+    await h.run(3 * LOOP_MS);
+    assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Attached");
+    h.status.passes = 0;
+    return h;
+  }
+
+  test("a settled world: ticks skip the pass until a cache changes", async () => {
+    const h = await settled();
+    await h.run(1000);
+    assert.equal(h.status.passes, 0);
+    h.asw.setVolumesMountedByNode([VOLUME], "node-name"); // as it was: no change
+    await h.run(1000);
+    assert.equal(h.status.passes, 0);
+    h.dsw.addPod("pod-2", newPod("pod-2"), volumeSpec(), "node-name");
+    await h.run(1000);
+    assert.equal(h.status.passes, 1, "the tick after the change");
+    h.asw.setNodeStatusUpdateNeeded("node-name"); // a node re-created
+    await h.run(1000);
+    assert.equal(h.status.passes, 2, "the tick after the change");
+    h.status.fail = true;
+    h.asw.setNodeStatusUpdateNeeded("node-name");
+    await h.run(1000);
+    assert.equal(h.status.passes, 102, "a failing status write is retried every tick");
+    h.status.fail = false;
+    await h.run(1000);
+    assert.equal(h.status.passes, 103);
+  });
+
+  test("a settled world: the sync period's verification comes on the same tick as with a pass every tick", async () => {
+    const h = await settled();
+    h.fake.attached.clear(); // detached behind the controller's back
+    // The last sync was at the harness's start (time 0): due once more than 60 s have passed.
+    h.clock.advance(60_000 - h.clock.now());
+    await h.reconciler.tick();
+    await h.executor.waitForCompletion();
+    assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Attached", "not yet past the period");
+    assert.equal(h.status.passes, 0);
+    h.clock.advance(1);
+    await h.reconciler.tick();
+    await h.executor.waitForCompletion();
+    assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Detached");
+    await h.run(2 * LOOP_MS);
+    assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Attached", "attached again");
+  });
+
+  test("run() sleeps while idle: a cache change wakes it at once, the sync period on time", async () => {
+    const h = await settled();
+    const abort = new AbortController();
+    const done = h.reconciler.run(abort.signal);
+    const turn = () => new Promise(setImmediate);
+    await turn();
+    assert.equal(h.status.passes, 0, "idle since settled()");
+    h.clock.advance(LOOP_MS);
+    await turn();
+    assert.equal(h.clock.pendingTimers, 1, "asleep: only the sync period's timer is set");
+    h.clock.advance(30_000);
+    await turn();
+    assert.equal(h.status.passes, 0);
+    h.dsw.addPod("pod-2", newPod("pod-2"), volumeSpec(), "node-name"); // no time passes
+    await turn();
+    assert.equal(h.status.passes, 1, "woken by the change");
+    h.fake.attached.clear(); // detached behind the controller's back
+    h.clock.advance(LOOP_MS);
+    await turn();
+    h.clock.advance(60_000 - h.clock.now());
+    await turn();
+    await h.executor.waitForCompletion();
+    assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Attached", "not yet past the period");
+    h.clock.advance(1);
+    await turn();
+    await h.executor.waitForCompletion();
+    assert.equal(h.asw.getAttachState(VOLUME, "node-name"), "Detached", "verified on the period's tick");
+    abort.abort();
+    await done;
+  });
+
+  test("a detach waiting for unmount is not idle: every tick passes", async () => {
+    const h = await settled({ maxWaitForUnmountMs: DEFAULT_TIMER_CONFIG.maxWaitForUnmountMs });
+    h.dsw.deletePod("pod-uid", VOLUME, "node-name");
+    await h.run(100 * LOOP_MS);
+    assert.equal(h.status.passes, 100);
+    assert.equal(h.fake.calls.detach, 0, "still mounted");
   });
 });
 

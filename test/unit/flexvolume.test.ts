@@ -325,6 +325,29 @@ describe("FlexVolume prober", () => {
     }
   });
 
+  test("a driver directory probed before its executable arrives is watched: the executable is found", async () => {
+    const dir = pluginDir();
+    const prober = new FlexVolumeProber({ pluginDir: dir, log: silentLogger });
+    let needed = 0;
+    prober.onProbeNeeded(() => needed++);
+    await prober.init();
+    try {
+      assert.deepEqual(await prober.probe(), []);
+      mkdirSync(join(dir, "kvc~late"));
+      await waitFor(() => needed > 0, { timeoutMs: 10_000, what: "the directory's event" });
+      assert.deepEqual(await prober.probe(), [], "no executable yet");
+      needed = 0;
+      install(dir, "kvc~late");
+      await waitFor(() => needed > 0, { timeoutMs: 10_000, what: "the executable's event" });
+      await waitFor(async () => collect(await prober.probe()).includes("add kvc/late"), {
+        timeoutMs: 10_000,
+        what: "the driver to be added",
+      });
+    } finally {
+      prober.close();
+    }
+  });
+
   test("a driver whose init fails is retried after a backoff, without a filesystem change", async () => {
     const dir = pluginDir();
     const driverDir = install(dir, "kvc~flaky", "initfailonce");
@@ -341,6 +364,33 @@ describe("FlexVolume prober", () => {
     } finally {
       prober.close();
     }
+  });
+
+  test("it says when a probe may find something: a watch event, a failed init's backoff ending", async () => {
+    const dir = pluginDir();
+    const clock = new FakeClock();
+    const prober = new FlexVolumeProber({ pluginDir: dir, log: silentLogger, clock });
+    let needed = 0;
+    prober.onProbeNeeded(() => needed++);
+    await prober.init();
+    try {
+      assert.deepEqual(await prober.probe(), []);
+      install(dir, "kvc~flaky", "initfailonce");
+      await waitFor(() => needed > 0, { timeoutMs: 10_000, what: "the watch event" });
+      await waitFor(async () => (await prober.probe(), calls(join(dir, "kvc~flaky")).length === 1), {
+        timeoutMs: 10_000,
+        what: "the first init to run (and fail)",
+      });
+      needed = 0;
+      clock.advance(500);
+      assert.equal(needed, 0, "within the backoff");
+      clock.advance(1);
+      assert.equal(needed, 1, "the backoff ended");
+      assert.deepEqual(collect(await prober.probe()), ["add kvc/flaky"]);
+    } finally {
+      prober.close();
+    }
+    assert.equal(clock.pendingTimers, 0, "close() cancels the retries");
   });
 
   test("a registered driver whose init fails once is not unloaded", async () => {

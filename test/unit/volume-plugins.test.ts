@@ -99,6 +99,14 @@ class ScriptedProber implements DynamicPluginProber {
   }
 }
 
+/** A ScriptedProber that says when a probe may find something. */
+class TellingProber extends ScriptedProber {
+  needed: (() => void) | undefined;
+  onProbeNeeded(listener: () => void): void {
+    this.needed = listener;
+  }
+}
+
 describe("VolumeSpec helpers", () => {
   test("names, unique volume names and type guards", () => {
     assert.equal(specName(nfsSpec()), "pv-nfs");
@@ -118,6 +126,28 @@ describe("VolumeSpec helpers", () => {
 });
 
 describe("VolumePluginManager", () => {
+  test("whenProbeNeeded waits for a prober to say a probe may find something; at once for one that cannot", async () => {
+    const m = new VolumePluginManager(silent);
+    const telling = new TellingProber();
+    await m.addProber(telling);
+    const abort = new AbortController();
+    let woken = false;
+    const waiting = m.whenProbeNeeded(abort.signal).then(() => (woken = true));
+    await new Promise(setImmediate);
+    assert.equal(woken, false, "nothing to probe");
+    telling.needed?.();
+    await waiting;
+    telling.needed?.();
+    await m.whenProbeNeeded(abort.signal); // said before the wait
+    await m.refreshProbedPlugins();
+    const aborted = m.whenProbeNeeded(abort.signal);
+    abort.abort(new Error("stopped"));
+    await assert.rejects(aborted, /stopped/);
+    await assert.rejects(m.whenProbeNeeded(abort.signal), /stopped/, "already aborted: no wait");
+    await m.addProber(new ScriptedProber());
+    await m.whenProbeNeeded(new AbortController().signal); // polled from now on
+  });
+
   test("register refuses duplicate and invalid names and then adds none of the batch", () => {
     const m = new VolumePluginManager(silent);
     m.register([nfsPlugin("a.io/one")]);

@@ -62,11 +62,28 @@ export class ActualStateOfWorld {
   readonly #plugins: AttachablePluginFinder;
   readonly #clock: Clock;
   readonly #log: LogSink;
+  #generation = 0;
+  readonly #listeners: (() => void)[] = [];
 
   constructor(plugins: AttachablePluginFinder, clock: Clock, log: LogSink = silentLogger) {
     this.#plugins = plugins;
     this.#clock = clock;
     this.#log = log;
+  }
+
+  /** Counts the changes: unchanged, the reconciler's next pass would find what its last one found. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** Calls `listener` after every change (the reconciler, asleep while idle). */
+  onChange(listener: () => void): void {
+    this.#listeners.push(listener);
+  }
+
+  #changed(): void {
+    this.#generation++;
+    for (const listener of this.#listeners) listener();
   }
 
   /** Records a successful attach: Attached, and reported in node status. Returns the unique name. */
@@ -114,6 +131,7 @@ export class ActualStateOfWorld {
       if (!volumeSpec) throw new Error("volumeSpec cannot be nil if volumeName is empty");
       volumeName = resolveAttachableVolume(this.#plugins, volumeSpec).volumeName;
     }
+    this.#changed();
     let volume = this.#volumes.get(volumeName);
     if (volume) {
       volume.spec = volumeSpec;
@@ -138,7 +156,7 @@ export class ActualStateOfWorld {
   deleteVolumeNode(volumeName: string, nodeName: string): void {
     const volume = this.#volumes.get(volumeName);
     if (!volume) return;
-    volume.nodes.delete(nodeName);
+    if (volume.nodes.delete(nodeName)) this.#changed();
     if (volume.nodes.size === 0) this.#volumes.delete(volumeName);
     this.#removeFromReport(volumeName, nodeName);
   }
@@ -148,7 +166,11 @@ export class ActualStateOfWorld {
    * not (yet) attached; they count as mounted once attached.
    */
   setVolumesMountedByNode(volumeNames: readonly string[] | undefined, nodeName: string): void {
-    this.#inUse.set(nodeName, new Set(volumeNames));
+    const volumes = new Set(volumeNames);
+    const before = this.#inUse.get(nodeName);
+    this.#inUse.set(nodeName, volumes);
+    // Node updates come often (heartbeats, conditions) and seldom change what is in use.
+    if (before?.size !== volumes.size || [...volumes].some((v) => !before.has(v))) this.#changed();
   }
 
   getAttachState(volumeName: string, nodeName: string): AttachState {
@@ -168,7 +190,10 @@ export class ActualStateOfWorld {
         `failed to set detach request time with error: ${notAttached(volumeName, nodeName).message}`,
       );
     }
-    node.detachRequestedTime ??= this.#clock.now();
+    if (node.detachRequestedTime === undefined) {
+      node.detachRequestedTime = this.#clock.now();
+      this.#changed();
+    }
     return this.#clock.now() - node.detachRequestedTime;
   }
 
@@ -182,7 +207,9 @@ export class ActualStateOfWorld {
       );
       return;
     }
+    if (node.detachRequestedTime === undefined) return;
     node.detachRequestedTime = undefined;
+    this.#changed();
   }
 
   /**
@@ -212,7 +239,15 @@ export class ActualStateOfWorld {
       );
       return;
     }
+    if (report.statusUpdateNeeded) return;
     report.statusUpdateNeeded = true;
+    this.#changed();
+  }
+
+  /** Whether some node's report waits to be written to its status. */
+  nodeStatusUpdateNeeded(): boolean {
+    for (const report of this.#reports.values()) if (report.statusUpdateNeeded) return true;
+    return false;
   }
 
   /** Every pair, Attached or Uncertain: the reconciler's detach pass. */
@@ -345,12 +380,14 @@ export class ActualStateOfWorld {
     if (report.volumes.has(volumeName)) return;
     report.volumes.add(volumeName);
     report.statusUpdateNeeded = true;
+    this.#changed();
   }
 
   #removeFromReport(volumeName: string, nodeName: string): boolean {
     const report = this.#reports.get(nodeName);
     if (!report?.volumes.delete(volumeName)) return false;
     report.statusUpdateNeeded = true;
+    this.#changed();
     return true;
   }
 }

@@ -80,14 +80,33 @@ interface VolumeEntry {
 export class DesiredStateOfWorld {
   readonly #nodes = new Map<string, Map<string, VolumeEntry>>();
   readonly #plugins: AttachablePluginFinder;
+  #generation = 0;
+  readonly #listeners: (() => void)[] = [];
 
   constructor(plugins: AttachablePluginFinder) {
     this.#plugins = plugins;
   }
 
+  /** Counts the changes: unchanged, the reconciler's next pass would find what its last one found. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** Calls `listener` after every change (the reconciler, asleep while idle). */
+  onChange(listener: () => void): void {
+    this.#listeners.push(listener);
+  }
+
+  #changed(): void {
+    this.#generation++;
+    for (const listener of this.#listeners) listener();
+  }
+
   /** Starts managing the node; a no-op when already managed. */
   addNode(nodeName: string): void {
-    if (!this.#nodes.has(nodeName)) this.#nodes.set(nodeName, new Map());
+    if (this.#nodes.has(nodeName)) return;
+    this.#nodes.set(nodeName, new Map());
+    this.#changed();
   }
 
   /**
@@ -103,8 +122,12 @@ export class DesiredStateOfWorld {
     if (!volume) {
       volume = { spec: volumeSpec, multiAttachErrorReported: false, scheduledPods: new Map() };
       volumes.set(volumeName, volume);
+      this.#changed();
     }
-    if (!volume.scheduledPods.has(podUID)) volume.scheduledPods.set(podUID, pod);
+    if (!volume.scheduledPods.has(podUID)) {
+      volume.scheduledPods.set(podUID, pod);
+      this.#changed();
+    }
     return volumeName;
   }
 
@@ -121,6 +144,7 @@ export class DesiredStateOfWorld {
       );
     }
     this.#nodes.delete(nodeName);
+    this.#changed();
   }
 
   /** Removes the pod from the volume on the node, and the volume with its last pod. */
@@ -129,6 +153,7 @@ export class DesiredStateOfWorld {
     const volume = volumes?.get(volumeName);
     if (!volume?.scheduledPods.delete(podUID)) return;
     if (volume.scheduledPods.size === 0) volumes?.delete(volumeName);
+    this.#changed();
   }
 
   nodeExists(nodeName: string): boolean {
@@ -143,7 +168,9 @@ export class DesiredStateOfWorld {
   /** Marks the Multi-Attach error reported for the volume on the node, so it is reported once. */
   setMultiAttachError(volumeName: string, nodeName: string): void {
     const volume = this.#nodes.get(nodeName)?.get(volumeName);
-    if (volume) volume.multiAttachErrorReported = true;
+    if (!volume || volume.multiAttachErrorReported) return;
+    volume.multiAttachErrorReported = true;
+    this.#changed();
   }
 
   /** Every (volume, node) that should be attached: the reconciler's attach pass. */
