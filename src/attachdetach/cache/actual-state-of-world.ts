@@ -3,6 +3,7 @@ import type { Clock } from "../../runtime/clock.js";
 import { silentLogger, type LogSink } from "../../runtime/logger.js";
 import type { VolumeSpec } from "../../volume/plugin.js";
 import { resolveAttachableVolume, type AttachablePluginFinder } from "./desired-state-of-world.js";
+import { CountedChanges } from "./counted-changes.js";
 
 /**
  * Attached: the storage confirmed the attachment. Uncertain: an attach or detach failed or is only
@@ -54,7 +55,7 @@ interface ReportEntry {
  * only once confirmed and is removed from the report before it is detached, so the kubelet never
  * starts mounting a volume on its way out.
  */
-export class ActualStateOfWorld {
+export class ActualStateOfWorld extends CountedChanges {
   readonly #volumes = new Map<string, VolumeEntry>();
   readonly #reports = new Map<string, ReportEntry>();
   /** Per node, the volumes it reports in use; an added pair counts as in use until the node says otherwise. */
@@ -62,28 +63,12 @@ export class ActualStateOfWorld {
   readonly #plugins: AttachablePluginFinder;
   readonly #clock: Clock;
   readonly #log: LogSink;
-  #generation = 0;
-  readonly #listeners: (() => void)[] = [];
 
   constructor(plugins: AttachablePluginFinder, clock: Clock, log: LogSink = silentLogger) {
+    super();
     this.#plugins = plugins;
     this.#clock = clock;
     this.#log = log;
-  }
-
-  /** Counts the changes: unchanged, the reconciler's next pass would find what its last one found. */
-  get generation(): number {
-    return this.#generation;
-  }
-
-  /** Calls `listener` after every change (the reconciler, asleep while idle). */
-  onChange(listener: () => void): void {
-    this.#listeners.push(listener);
-  }
-
-  #changed(): void {
-    this.#generation++;
-    for (const listener of this.#listeners) listener();
   }
 
   /** Records a successful attach: Attached, and reported in node status. Returns the unique name. */
@@ -131,7 +116,7 @@ export class ActualStateOfWorld {
       if (!volumeSpec) throw new Error("volumeSpec cannot be nil if volumeName is empty");
       volumeName = resolveAttachableVolume(this.#plugins, volumeSpec).volumeName;
     }
-    this.#changed();
+    this.changed();
     let volume = this.#volumes.get(volumeName);
     if (volume) {
       volume.spec = volumeSpec;
@@ -156,7 +141,7 @@ export class ActualStateOfWorld {
   deleteVolumeNode(volumeName: string, nodeName: string): void {
     const volume = this.#volumes.get(volumeName);
     if (!volume) return;
-    if (volume.nodes.delete(nodeName)) this.#changed();
+    if (volume.nodes.delete(nodeName)) this.changed();
     if (volume.nodes.size === 0) this.#volumes.delete(volumeName);
     this.#removeFromReport(volumeName, nodeName);
   }
@@ -170,7 +155,7 @@ export class ActualStateOfWorld {
     const before = this.#inUse.get(nodeName);
     this.#inUse.set(nodeName, volumes);
     // Node updates come often (heartbeats, conditions) and seldom change what is in use.
-    if (before?.size !== volumes.size || [...volumes].some((v) => !before.has(v))) this.#changed();
+    if (before?.size !== volumes.size || [...volumes].some((v) => !before.has(v))) this.changed();
   }
 
   getAttachState(volumeName: string, nodeName: string): AttachState {
@@ -192,7 +177,7 @@ export class ActualStateOfWorld {
     }
     if (node.detachRequestedTime === undefined) {
       node.detachRequestedTime = this.#clock.now();
-      this.#changed();
+      this.changed();
     }
     return this.#clock.now() - node.detachRequestedTime;
   }
@@ -209,7 +194,7 @@ export class ActualStateOfWorld {
     }
     if (node.detachRequestedTime === undefined) return;
     node.detachRequestedTime = undefined;
-    this.#changed();
+    this.changed();
   }
 
   /**
@@ -241,7 +226,7 @@ export class ActualStateOfWorld {
     }
     if (report.statusUpdateNeeded) return;
     report.statusUpdateNeeded = true;
-    this.#changed();
+    this.changed();
   }
 
   /** Whether some node's report waits to be written to its status. */
@@ -380,14 +365,14 @@ export class ActualStateOfWorld {
     if (report.volumes.has(volumeName)) return;
     report.volumes.add(volumeName);
     report.statusUpdateNeeded = true;
-    this.#changed();
+    this.changed();
   }
 
   #removeFromReport(volumeName: string, nodeName: string): boolean {
     const report = this.#reports.get(nodeName);
     if (!report?.volumes.delete(volumeName)) return false;
     report.statusUpdateNeeded = true;
-    this.#changed();
+    this.changed();
     return true;
   }
 }

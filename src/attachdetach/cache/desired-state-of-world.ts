@@ -6,6 +6,7 @@ import {
   type VolumeSpec,
 } from "../../volume/plugin.js";
 import type { VolumePluginManager } from "../../volume/plugin-manager.js";
+import { CountedChanges } from "./counted-changes.js";
 
 /** What the attach/detach caches need from the plugin manager. */
 export type AttachablePluginFinder = Pick<VolumePluginManager, "findAttachablePluginBySpec">;
@@ -77,36 +78,20 @@ interface VolumeEntry {
  * nodes added with addNode (those whose kubelet lets the controller attach) are managed. Lookups by
  * names the DSW does not hold are no-ops, as the informer handlers race with each other.
  */
-export class DesiredStateOfWorld {
+export class DesiredStateOfWorld extends CountedChanges {
   readonly #nodes = new Map<string, Map<string, VolumeEntry>>();
   readonly #plugins: AttachablePluginFinder;
-  #generation = 0;
-  readonly #listeners: (() => void)[] = [];
 
   constructor(plugins: AttachablePluginFinder) {
+    super();
     this.#plugins = plugins;
-  }
-
-  /** Counts the changes: unchanged, the reconciler's next pass would find what its last one found. */
-  get generation(): number {
-    return this.#generation;
-  }
-
-  /** Calls `listener` after every change (the reconciler, asleep while idle). */
-  onChange(listener: () => void): void {
-    this.#listeners.push(listener);
-  }
-
-  #changed(): void {
-    this.#generation++;
-    for (const listener of this.#listeners) listener();
   }
 
   /** Starts managing the node; a no-op when already managed. */
   addNode(nodeName: string): void {
     if (this.#nodes.has(nodeName)) return;
     this.#nodes.set(nodeName, new Map());
-    this.#changed();
+    this.changed();
   }
 
   /**
@@ -122,11 +107,11 @@ export class DesiredStateOfWorld {
     if (!volume) {
       volume = { spec: volumeSpec, multiAttachErrorReported: false, scheduledPods: new Map() };
       volumes.set(volumeName, volume);
-      this.#changed();
+      this.changed();
     }
     if (!volume.scheduledPods.has(podUID)) {
       volume.scheduledPods.set(podUID, pod);
-      this.#changed();
+      this.changed();
     }
     return volumeName;
   }
@@ -144,7 +129,7 @@ export class DesiredStateOfWorld {
       );
     }
     this.#nodes.delete(nodeName);
-    this.#changed();
+    this.changed();
   }
 
   /** Removes the pod from the volume on the node, and the volume with its last pod. */
@@ -153,7 +138,7 @@ export class DesiredStateOfWorld {
     const volume = volumes?.get(volumeName);
     if (!volume?.scheduledPods.delete(podUID)) return;
     if (volume.scheduledPods.size === 0) volumes?.delete(volumeName);
-    this.#changed();
+    this.changed();
   }
 
   nodeExists(nodeName: string): boolean {
@@ -170,7 +155,7 @@ export class DesiredStateOfWorld {
     const volume = this.#nodes.get(nodeName)?.get(volumeName);
     if (!volume || volume.multiAttachErrorReported) return;
     volume.multiAttachErrorReported = true;
-    this.#changed();
+    this.changed();
   }
 
   /** Every (volume, node) that should be attached: the reconciler's attach pass. */
