@@ -1,5 +1,5 @@
 import type { V1Node } from "@kubernetes/client-node";
-import { sleep, type Clock } from "../runtime/clock.js";
+import { sleep, Wakeup, type Clock } from "../runtime/clock.js";
 import { objectReference } from "../runtime/events/reference.js";
 import type { LogSink } from "../runtime/logger.js";
 import type { EventSink } from "../runtime/events/event-sink.js";
@@ -100,8 +100,8 @@ export class Reconciler {
   #lastSync: number;
   /** The caches' generation when the last pass ended idle; undefined when it did not. */
   #idleGeneration: number | undefined;
-  /** Set while run() sleeps through an idle stretch: ends the sleep. */
-  #wake: (() => void) | undefined;
+  /** Ends run()'s sleep through an idle stretch. */
+  readonly #wakeup: Wakeup;
 
   constructor(options: ReconcilerOptions) {
     this.#o = options;
@@ -109,7 +109,10 @@ export class Reconciler {
     this.#maxWaitForUnmountMs = options.maxWaitForUnmountMs ?? 6 * 60_000;
     this.#syncPeriodMs = options.syncPeriodMs ?? 60_000;
     this.#lastSync = options.clock.now();
-    const wake = () => this.#wake?.();
+    this.#wakeup = new Wakeup(options.clock);
+    const wake = () => {
+      this.#wakeup.wake();
+    };
     options.dsw.onChange(wake);
     options.asw.onChange(wake);
   }
@@ -144,31 +147,8 @@ export class Reconciler {
 
   /** Resolves when a cache changes or the sync period falls due; rejects when `signal` aborts. */
   #untilDue(signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return Promise.reject(signal.reason as Error);
-    return new Promise((resolve, reject) => {
-      const done = () => {
-        this.#wake = undefined;
-        cancel();
-        signal.removeEventListener("abort", onAbort);
-      };
-      const onAbort = () => {
-        done();
-        reject(signal.reason as Error);
-      };
-      const syncAt = this.#syncEnabled() ? this.#lastSync + this.#syncPeriodMs + 1 : undefined;
-      const cancel =
-        syncAt === undefined
-          ? () => {}
-          : this.#o.clock.setTimer(() => {
-              done();
-              resolve();
-            }, syncAt - this.#o.clock.now());
-      this.#wake = () => {
-        done();
-        resolve();
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-    });
+    if (!this.#syncEnabled()) return this.#wakeup.until(signal);
+    return this.#wakeup.until(signal, this.#lastSync + this.#syncPeriodMs + 1 - this.#o.clock.now());
   }
 
   /** One pass of the loop (upstream reconciliationLoopFunc). Operations it starts run on after it returns. */

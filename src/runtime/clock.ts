@@ -41,6 +41,48 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
   });
 }
 
+/**
+ * A sleep its owner can cut short. until() resolves after `ms` on the clock (never, without `ms`), or
+ * as soon as wake() is called; it rejects with the signal's reason when `signal` aborts. A wake() while
+ * nothing waits is dropped: callers check their condition before they wait.
+ */
+export class Wakeup {
+  #wake: (() => void) | undefined;
+
+  constructor(private readonly clock: Clock = realClock) {}
+
+  wake(): void {
+    this.#wake?.();
+  }
+
+  until(signal: AbortSignal, ms?: number): Promise<void> {
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        this.#wake = undefined;
+        cancel();
+        signal.removeEventListener("abort", onAbort);
+      };
+      const onAbort = () => {
+        done();
+        reject(signal.reason as Error);
+      };
+      const cancel =
+        ms === undefined
+          ? () => {}
+          : this.clock.setTimer(() => {
+              done();
+              resolve();
+            }, ms);
+      this.#wake = () => {
+        done();
+        resolve();
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+}
+
 /** When each signal made by deadline() aborts by itself, on its clock. */
 const deadlines = new WeakMap<AbortSignal, number>();
 

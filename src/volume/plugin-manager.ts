@@ -1,3 +1,4 @@
+import { Wakeup } from "../runtime/clock.js";
 import type { LogSink } from "../runtime/logger.js";
 import {
   isAttachable,
@@ -65,8 +66,8 @@ export class VolumePluginManager {
   #probeNeeded = false;
   /** Some prober cannot say when (no onProbeNeeded): every refresh is needed. */
   #polled = false;
-  /** Set while whenProbeNeeded waits. */
-  #wake: (() => void) | undefined;
+  /** Ends whenProbeNeeded's wait. */
+  readonly #wakeup = new Wakeup();
 
   constructor(private readonly logger: LogSink) {}
 
@@ -91,7 +92,7 @@ export class VolumePluginManager {
     if (prober.onProbeNeeded) {
       prober.onProbeNeeded(() => {
         this.#probeNeeded = true;
-        this.#wake?.();
+        this.#wakeup.wake();
       });
     } else this.#polled = true;
     await this.refreshProbedPlugins();
@@ -104,18 +105,7 @@ export class VolumePluginManager {
   whenProbeNeeded(signal: AbortSignal): Promise<void> {
     if (signal.aborted) return Promise.reject(signal.reason as Error);
     if (this.#polled || this.#probeNeeded) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        this.#wake = undefined;
-        reject(signal.reason as Error);
-      };
-      this.#wake = () => {
-        this.#wake = undefined;
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-    });
+    return this.#wakeup.until(signal);
   }
 
   /**
