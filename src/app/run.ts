@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
+import type { KubeConfig, V1LeaseSpec } from "@kubernetes/client-node";
 import pkg from "../../package.json" with { type: "json" };
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { noLoopsWarning, type ControllerName } from "./controller-names.js";
@@ -13,7 +14,7 @@ import { DelegatingAuthenticator } from "../runtime/auth/authentication.js";
 import { DelegatingAuthorizer } from "../runtime/auth/authorization.js";
 import { ApiClients, delegatedKubeConfig, loadKubeConfig } from "../runtime/client.js";
 import { EventRecorder } from "../runtime/events/recorder.js";
-import { InformerFactory } from "../runtime/informer/index.js";
+import { InformerFactory, resources } from "../runtime/informer/index.js";
 import { realClock } from "../runtime/clock.js";
 import { LeaderElector } from "../runtime/leader-election.js";
 import { createLogger, type Logger } from "../runtime/logger.js";
@@ -146,6 +147,7 @@ export async function run(
     newElector({
       le,
       identity,
+      kubeConfig,
       // KCM's leader-election client: its own, with the renew deadline as request timeout, and ungated.
       clients: new ApiClients(kubeConfig, {
         qps: config.qps,
@@ -452,6 +454,7 @@ async function secureServing(config: RunConfig, log: Logger, registry: Registry)
 function newElector(o: {
   le: NonNullable<RunConfig["leaderElection"]>;
   identity: string;
+  kubeConfig: KubeConfig;
   clients: ApiClients;
   registry: Registry;
   log: Logger;
@@ -478,6 +481,7 @@ function newElector(o: {
     retryPeriodMs: le.retryPeriodMs,
     releaseOnCancel: true,
     logger: log,
+    watchLease: (onChange) => watchLease(o.kubeConfig, o.clients, log, lease, onChange),
     onStartedLeading: (signal) => {
       log.info({ identity, lease }, "started leading");
       o.writeGate.lead(signal);
@@ -503,4 +507,41 @@ function newElector(o: {
     },
   });
   return { elector, leaseError: () => leaseError };
+}
+
+/**
+ * An informer on the one Lease (field selector on its name, which RBAC's resourceNames can allow), on
+ * the election's own client, running until the returned function is called. Its watch shows a
+ * candidate the lease's release the moment it happens.
+ */
+function watchLease(
+  kubeConfig: KubeConfig,
+  clients: ApiClients,
+  log: Logger,
+  lease: { name: string; namespace: string },
+  onChange: (spec: V1LeaseSpec | undefined) => void,
+): () => void {
+  const informer = new InformerFactory({ kubeConfig, apis: clients, logger: log }).informerFor(
+    resources.leases,
+    {
+      namespace: lease.namespace,
+      fieldSelector: `metadata.name=${lease.name}`,
+    },
+  );
+  informer.addEventHandler({
+    onAdd: (l) => {
+      onChange(l.spec);
+    },
+    onUpdate: (_, l) => {
+      onChange(l.spec);
+    },
+    onDelete: () => {
+      onChange(undefined);
+    },
+  });
+  const stop = new AbortController();
+  void informer.run(stop.signal);
+  return () => {
+    stop.abort();
+  };
 }

@@ -6,6 +6,12 @@
  * saw the record change, never from the remote renewTime, so clock skew between replicas is harmless.
  * Writes are optimistic (resourceVersion): a 409 means another replica won.
  *
+ * Unlike client-go, a candidate does not only poll: it tries again the moment the record it last saw
+ * expires, and, given the Lease's changes as they happen (watchLease), the moment the lease is released
+ * or deleted. After a graceful handover or a crash the new term then starts without waiting up to a
+ * jittered retryPeriod (issue 30 goal 1). Each attempt still reads the Lease and writes it optimistically,
+ * so a late or missed watch event only delays a takeover, never allows an early one.
+ *
  * Losing the lease must end the process with a non-zero status, as kube-controller-manager does: the
  * controllers started in onStartedLeading cannot be trusted to have stopped every in-flight write, and
  * a restart is the only clean way back to candidate. That is the caller's onStoppedLeading's job (it
@@ -17,7 +23,7 @@ import { V1MicroTime, type CoordinationV1Api, type V1Lease, type V1LeaseSpec } f
 import { pino, type Logger } from "pino";
 import { abortableRequest } from "./client.js";
 import { errorMessage, isAlreadyExists, isConflict, isNotFound } from "./api-errors.js";
-import { deadline, realClock, sleep, type Clock } from "./clock.js";
+import { deadline, realClock, sleep, Wakeup, type Clock } from "./clock.js";
 
 export const LEADER_ELECTION_DEFAULTS = {
   leaseName: "kube-volume-controller",
@@ -54,6 +60,12 @@ export interface LeaderElectionConfig {
   /** Source of acquire jitter, [0, 1). */
   random?: () => number;
   logger?: Logger;
+  /**
+   * Subscribes to the Lease's changes as they happen (an informer on it): `onChange` gets its spec, or
+   * undefined once it is deleted; the returned function unsubscribes. Without it a candidate learns of
+   * changes only by its attempts.
+   */
+  watchLease?: (onChange: (spec: V1LeaseSpec | undefined) => void) => () => void;
   /** We hold the lease; `signal` aborts when we stop holding it (lost, or run stopped). */
   onStartedLeading: (signal: AbortSignal) => void;
   /** run is ending, whether or not we ever led. */
@@ -94,6 +106,10 @@ export class LeaderElector {
   #observedKey = recordKey({});
   /** Local clock time at which #observed was last seen to change (or written by us). */
   #observedTime = 0;
+  /** How many times #observed changed: a candidate's wait ends early on a change seen while it waits. */
+  #observedChanges = 0;
+  /** Ends a candidate's wait between attempts. */
+  readonly #wakeup: Wakeup;
   #reportedLeader = "";
   #leading = false;
   /** The last failure to access the Lease that was not a lost race, as logged. */
@@ -129,6 +145,7 @@ export class LeaderElector {
     this.#releaseOnCancel = config.releaseOnCancel ?? false;
     this.#clock = config.clock ?? realClock;
     this.#random = config.random ?? Math.random;
+    this.#wakeup = new Wakeup(this.#clock);
     this.#log = (config.logger ?? pino({ level: "silent" })).child({ lease: this.#describe() });
     this.#config = config;
   }
@@ -184,23 +201,58 @@ export class LeaderElector {
 
   async #acquire(signal: AbortSignal): Promise<boolean> {
     this.#log.info("attempting to acquire leader lease");
-    for (;;) {
-      if (signal.aborted) return false;
-      const acquired = await this.#tryAcquireOrRenew(signal);
-      this.#maybeReportTransition();
-      if (acquired) {
-        this.#log.info("successfully acquired lease");
-        this.#config.onLeaderStatus?.(true);
-        return true;
+    const unwatch = this.#config.watchLease?.((spec) => {
+      this.#watched(spec);
+    });
+    try {
+      for (;;) {
+        if (signal.aborted) return false;
+        const acquired = await this.#tryAcquireOrRenew(signal);
+        this.#maybeReportTransition();
+        if (acquired) {
+          this.#log.info("successfully acquired lease");
+          this.#config.onLeaderStatus?.(true);
+          return true;
+        }
+        try {
+          await this.#untilRetry(signal);
+        } catch {
+          return false;
+        }
       }
-      // wait.JitterUntil, sliding: the jittered wait starts after the attempt ends.
-      const wait = this.#retryPeriodMs * (1 + this.#random() * JITTER_FACTOR);
-      try {
-        await sleep(this.#clock, wait, signal);
-      } catch {
-        return false;
-      }
+    } finally {
+      unwatch?.();
     }
+  }
+
+  /**
+   * Waits for the next acquire attempt: client-go's wait.JitterUntil, sliding (the jittered wait
+   * starts after the attempt ends), cut short when the lease becomes free to take — the record seen
+   * expires, or a record seen while waiting has no holder. Only a change or an expiry after the
+   * failed attempt cuts it short, so an attempt that fails on a free lease (another candidate won, or
+   * the apiserver failed) is retried after the jittered wait, not in a loop.
+   */
+  async #untilRetry(signal: AbortSignal): Promise<void> {
+    const ended = this.#clock.now();
+    const retryAt = ended + this.#retryPeriodMs * (1 + this.#random() * JITTER_FACTOR);
+    const changes = this.#observedChanges;
+    for (;;) {
+      const free = this.#observed.holderIdentity ? this.#expiry() : this.#observedTime;
+      const early = this.#observedChanges !== changes || free > ended;
+      const at = early ? Math.min(retryAt, free) : retryAt;
+      const now = this.#clock.now();
+      if (at <= now) return;
+      await this.#wakeup.until(signal, at - now);
+    }
+  }
+
+  /** A record from the Lease's watch: a candidate observes it as if an attempt had read it. */
+  #watched(spec: V1LeaseSpec | undefined): void {
+    const record = spec ?? {};
+    if (recordKey(record) === this.#observedKey) return;
+    this.#observe(record);
+    this.#maybeReportTransition();
+    this.#wakeup.wake();
   }
 
   /** Renews every retryPeriod until a renewal fails to succeed within renewDeadline, or `signal`. */
@@ -391,6 +443,7 @@ export class LeaderElector {
     this.#observed = spec;
     this.#observedKey = recordKey(spec);
     this.#observedTime = this.#clock.now();
+    this.#observedChanges++;
   }
 
   /** client-go's IsLeader: the last record we saw or wrote names us. */
@@ -399,7 +452,12 @@ export class LeaderElector {
   }
 
   #leaseValid(now: number): boolean {
-    return this.#observedTime + (this.#observed.leaseDurationSeconds ?? 0) * 1000 > now;
+    return this.#expiry() > now;
+  }
+
+  /** When the observed record expires on our clock. */
+  #expiry(): number {
+    return this.#observedTime + (this.#observed.leaseDurationSeconds ?? 0) * 1000;
   }
 
   #maybeReportTransition(): void {

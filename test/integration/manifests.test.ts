@@ -66,6 +66,14 @@ describe("manifests/ on the real apiserver", () => {
       { verb: "patch", resource: "persistentvolumeclaims" },
       { verb: "patch", resource: "persistentvolumes" },
       { verb: "create", resource: "leases", group: "coordination.k8s.io", namespace: NS },
+      // A standby watches its one Lease (a field selector on the name) to take over on its release.
+      ...["list", "watch"].map((verb) => ({
+        verb,
+        resource: "leases",
+        group: "coordination.k8s.io",
+        namespace: NS,
+        name: "kube-volume-controller",
+      })),
     ]) {
       await waitFor(
         async () =>

@@ -263,14 +263,14 @@ describe("LeaderElector", () => {
       const b = candidate(store, clock, "b");
       await settle();
       assert.deepEqual(b.events, ["leader=other"]);
-      // First seen at 0, unchanged since: expired once 0 + 15 s is no longer after an attempt's start.
-      // Attempts run every 2 s (jitter pinned to 0), so the one at 16 s takes over.
-      await advance(clock, 15_900);
+      // First seen at 0, unchanged since: expired at 0 + 15 s. Attempts run every 2 s (jitter pinned to
+      // 0), but the wait before the one at 16 s ends when the record expires: it takes over at 15 s.
+      await advance(clock, 14_900);
       assert.equal(b.elector.isLeader(), false);
       assert.equal(store.spec.holderIdentity, "other");
       await advance(clock, 100);
       assert.equal(b.elector.isLeader(), true);
-      assert.deepEqual(b.events, ["leader=other", "leader=b", "started@16000"]);
+      assert.deepEqual(b.events, ["leader=other", "leader=b", "started@15000"]);
       assert.equal(store.spec.leaseTransitions, 5);
       assert.notEqual(store.spec.acquireTime, renewTime, "a new term gets a new acquire time");
       b.stop();
@@ -297,8 +297,8 @@ describe("LeaderElector", () => {
       await advance(clock, 1_000);
     }
     assert.equal(b.elector.isLeader(), false);
-    // The last change (at 99 s) was first seen by the attempt at 100 s: expired for the one at 116 s.
-    await advance(clock, 15_900);
+    // The last change (at 99 s) was first seen by the attempt at 100 s: expired at 115 s.
+    await advance(clock, 14_900);
     assert.equal(b.elector.isLeader(), false);
     await advance(clock, 100);
     assert.equal(b.elector.isLeader(), true);
@@ -390,7 +390,7 @@ describe("LeaderElector", () => {
     assert.equal(a.elector.isLeader(), true);
     assert.equal(store.spec.leaseTransitions, 0);
 
-    // a stops without releasing: b, which first saw a's record at 0 s, takes over at its 16 s attempt.
+    // a stops without releasing: b, which first saw a's record at 0 s, takes over when it expires at 15 s.
     a.stop();
     await a.done;
     assert.equal(store.spec.holderIdentity, "a");
@@ -445,6 +445,125 @@ describe("LeaderElector", () => {
     await a.done;
     assert.equal(a.leading?.aborted, true);
     assert.equal(store.spec.holderIdentity, "intruder");
+  });
+});
+
+/** A stand-in for the Lease's informer: emit() delivers a record as its watch would, JSON times and all. */
+function leaseWatch(): {
+  watchLease: NonNullable<LeaderElectionConfig["watchLease"]>;
+  emit: (spec: V1LeaseSpec | undefined) => void;
+  readonly subscribed: boolean;
+} {
+  let listener: ((spec: V1LeaseSpec | undefined) => void) | undefined;
+  return {
+    watchLease: (onChange) => {
+      listener = onChange;
+      return () => {
+        listener = undefined;
+      };
+    },
+    emit: (spec) => listener?.(spec && (JSON.parse(JSON.stringify(spec)) as V1LeaseSpec)),
+    get subscribed() {
+      return listener !== undefined;
+    },
+  };
+}
+
+describe("LeaderElector watching its Lease", () => {
+  const held = (n: number): V1LeaseSpec => ({
+    holderIdentity: "other",
+    leaseDurationSeconds: 15,
+    renewTime: `2000-01-01T00:00:${String(n).padStart(2, "0")}.000000Z` as unknown as V1MicroTime,
+    leaseTransitions: 2,
+  });
+  const released: V1LeaseSpec = { holderIdentity: "", leaseDurationSeconds: 1, leaseTransitions: 2 };
+
+  test("takes over the moment a watched release arrives, not at its next attempt", async () => {
+    const store = new MemoryLeases();
+    store.write(held(0));
+    const clock = new FakeClock();
+    const watch = leaseWatch();
+    const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
+    await advance(clock, 500);
+    assert.equal(b.elector.isLeader(), false);
+    store.write(released);
+    watch.emit(store.spec);
+    await settle();
+    assert.deepEqual(b.events, ["leader=other", "leader=", "leader=b", "started@500"]);
+    assert.equal(store.spec.leaseTransitions, 3);
+    assert.equal(watch.subscribed, false, "a leader no longer watches");
+    b.stop();
+    await b.done;
+  });
+
+  test("a watched renewal restarts the expiry clock: takeover exactly a lease duration after it", async () => {
+    const store = new MemoryLeases();
+    store.write(held(0));
+    const clock = new FakeClock();
+    const watch = leaseWatch();
+    const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
+    await advance(clock, 1_000);
+    // Renewed at 1 s and seen then by the watch; the next attempt (2 s) would have seen it a second later.
+    store.write(held(1));
+    watch.emit(store.spec);
+    await advance(clock, 14_900);
+    assert.equal(b.elector.isLeader(), false);
+    await advance(clock, 100);
+    assert.equal(b.elector.isLeader(), true);
+    assert.ok(b.events.includes("started@16000"), b.events.join());
+    b.stop();
+    await b.done;
+  });
+
+  test("a watched record is only a reason to try: a stale release never takes a live lease", async () => {
+    const store = new MemoryLeases();
+    store.write(held(0));
+    const clock = new FakeClock();
+    const watch = leaseWatch();
+    const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
+    await advance(clock, 1_000);
+    watch.emit(released); // the store still holds other's record, renewed since
+    store.write(held(1));
+    await settle();
+    assert.equal(b.elector.isLeader(), false);
+    assert.equal(store.spec.holderIdentity, "other");
+    assert.equal(b.elector.getLeader(), "other");
+    b.stop();
+    await b.done;
+  });
+
+  test("an attempt that fails on a released lease is retried after the jittered wait, not in a loop", async () => {
+    const store = new MemoryLeases();
+    store.write(held(0));
+    const clock = new FakeClock();
+    const watch = leaseWatch();
+    const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
+    await advance(clock, 500);
+    store.write(released);
+    store.mode = "fail";
+    store.calls.length = 0;
+    watch.emit(store.spec);
+    await advance(clock, 10_000);
+    // One attempt on the release (at 0.5 s), then one every retryPeriod from there.
+    assert.deepEqual(store.calls, ["read", "read", "read", "read", "read", "read"]);
+    b.stop();
+    await b.done;
+  });
+
+  test("a watched delete lets a candidate create the Lease at once", async () => {
+    const store = new MemoryLeases();
+    store.write(held(0));
+    const clock = new FakeClock();
+    const watch = leaseWatch();
+    const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
+    await advance(clock, 500);
+    store.stored = undefined;
+    watch.emit(undefined);
+    await settle();
+    assert.equal(b.elector.isLeader(), true);
+    assert.equal(store.spec.holderIdentity, "b");
+    b.stop();
+    await b.done;
   });
 });
 

@@ -2,6 +2,7 @@ import type {
   KubernetesObject,
   V1CSIDriver,
   V1CSINode,
+  V1Lease,
   V1Node,
   V1PersistentVolume,
   V1PersistentVolumeClaim,
@@ -86,4 +87,11 @@ export const csiNodes: ResourceType<V1CSINode> = {
   plural: "csinodes",
   namespaced: false,
   model: "V1CSINode",
+};
+
+export const leases: ResourceType<V1Lease> = {
+  groupVersionPath: "/apis/coordination.k8s.io/v1",
+  plural: "leases",
+  namespaced: true,
+  model: "V1Lease",
 };
