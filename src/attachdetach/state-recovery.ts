@@ -129,7 +129,7 @@ export function populateDesiredStateOfWorld(
       let spec;
       try {
         spec = createVolumeSpec(pod, podVolume, lookups);
-        if (!plugins.findAttachablePluginBySpec(spec)) continue;
+        if (!plugins.attachablePluginFor(spec)) continue;
         volumeName = resolveAttachableVolume(plugins, spec).volumeName;
       } catch {
         continue; // logged by processPodVolumes

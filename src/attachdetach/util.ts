@@ -120,10 +120,9 @@ export function processPodVolumes(
       log.debug({ ...podRef, volume: podVolume.name, err }, "Error processing volume for pod");
       continue;
     }
+    if (!plugins.attachablePluginFor(spec)) continue; // needs no attaching, or no single plugin
     let volumeName: string;
     try {
-      const attachable = plugins.findAttachablePluginBySpec(spec);
-      if (!attachable) continue; // needs no attaching
       volumeName = resolveAttachableVolume(plugins, spec).volumeName;
     } catch (err) {
       log.debug({ ...podRef, volume: podVolume.name, err }, "Skipping volume for pod: no attachable plugin");

@@ -214,6 +214,21 @@ describe("VolumePluginManager", () => {
     assert.equal(m.findAttachablePluginByName("a.io/nfs"), undefined);
   });
 
+  test("attachablePluginFor: findAttachablePluginBySpec's answers, undefined where it throws", () => {
+    const m = new VolumePluginManager(silent);
+    m.register([attachable("a.io/yes", true), attachable("a.io/no", false), nfsPlugin("a.io/nfs")]);
+    const csi = (driver: string) => specFromVolume({ name: "v", csi: { driver } });
+    assert.equal(m.attachablePluginFor(csi("a.io/yes"))?.name, "a.io/yes");
+    assert.equal(m.attachablePluginFor(csi("a.io/no")), undefined);
+    assert.equal(m.attachablePluginFor(nfsSpec()), undefined);
+    assert.equal(m.attachablePluginFor(csi("a.io/none")), undefined, "no plugin");
+    m.register([
+      { ...attachable("a.io/also", true), canSupport: (spec) => spec.volume?.csi?.driver === "a.io/yes" },
+    ]);
+    assert.throws(() => m.findAttachablePluginBySpec(csi("a.io/yes")), /multiple volume plugins matched/);
+    assert.equal(m.attachablePluginFor(csi("a.io/yes")), undefined, "several plugins");
+  });
+
   test("probed plugins come and go with refreshProbedPlugins", async () => {
     const m = new VolumePluginManager(silent);
     m.register([nfsPlugin("a.io/static", "static")]);

@@ -9,7 +9,10 @@ import type { VolumePluginManager } from "../../volume/plugin-manager.js";
 import { CountedChanges } from "./counted-changes.js";
 
 /** What the attach/detach caches need from the plugin manager. */
-export type AttachablePluginFinder = Pick<VolumePluginManager, "findAttachablePluginBySpec">;
+export type AttachablePluginFinder = Pick<
+  VolumePluginManager,
+  "findAttachablePluginBySpec" | "attachablePluginFor"
+>;
 
 /**
  * The attachable plugin for `spec` and the controller's key for the volume, e.g.

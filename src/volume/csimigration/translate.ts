@@ -63,19 +63,27 @@ export function getInTreePluginNameFromSpec(
   pv: V1PersistentVolume | undefined,
   volume: V1Volume | undefined,
 ): string {
-  if (pv) {
-    const plugin = plugins.find((candidate) => candidate.canSupport(pv));
-    if (!plugin) {
-      throw new Error(`could not find in-tree plugin name from persistent volume ${pv.metadata?.name ?? ""}`);
-    }
-    return plugin.inTreePluginName;
-  }
-  if (volume) {
-    const plugin = plugins.find((candidate) => candidate.canSupportInline(volume));
-    if (!plugin) throw new Error(`could not find in-tree plugin name from volume ${volume.name}`);
-    return plugin.inTreePluginName;
-  }
-  throw new Error("both persistent volume and volume are nil");
+  if (!pv && !volume) throw new Error("both persistent volume and volume are nil");
+  const plugin = findInTreePlugin(pv, volume);
+  if (plugin) return plugin.inTreePluginName;
+  throw new Error(
+    pv
+      ? `could not find in-tree plugin name from persistent volume ${pv.metadata?.name ?? ""}`
+      : `could not find in-tree plugin name from volume ${volume?.name ?? ""}`,
+  );
+}
+
+/**
+ * The in-tree plugin serving the PV (else the inline volume), undefined when none does: without
+ * getInTreePluginNameFromSpec's errors, for checks run on every pod volume in the cluster.
+ */
+export function findInTreePlugin(
+  pv: V1PersistentVolume | undefined,
+  volume: V1Volume | undefined,
+): InTreePlugin | undefined {
+  if (pv) return plugins.find((candidate) => candidate.canSupport(pv));
+  if (volume) return plugins.find((candidate) => candidate.canSupportInline(volume));
+  return undefined;
 }
 
 /** The CSI driver superseding in-tree plugin `pluginName` (upstream GetCSINameFromInTreeName). */
