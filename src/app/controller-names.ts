@@ -2,13 +2,30 @@ import { KCM_CONTROLLERS } from "./kcm-flags.js";
 
 /**
  * The kube-controller-manager loops this project replaces, by upstream's names and aliases, so that
- * `--controllers` reads exactly as KCM's.
+ * `--controllers` reads exactly as KCM's, and the name of each one's API client (KCM's
+ * ControllerContext.NewClient): its own rate limiter, and the end of its User-Agent.
  */
 export const CONTROLLERS = [
-  { name: "persistentvolume-binder-controller", aliases: ["persistentvolume-binder"] },
-  { name: "persistentvolume-attach-detach-controller", aliases: ["attachdetach"] },
-  { name: "persistentvolumeclaim-protection-controller", aliases: ["pvc-protection"] },
-  { name: "persistentvolume-protection-controller", aliases: ["pv-protection"] },
+  {
+    name: "persistentvolume-binder-controller",
+    aliases: ["persistentvolume-binder"],
+    client: "persistent-volume-binder",
+  },
+  {
+    name: "persistentvolume-attach-detach-controller",
+    aliases: ["attachdetach"],
+    client: "attachdetach-controller",
+  },
+  {
+    name: "persistentvolumeclaim-protection-controller",
+    aliases: ["pvc-protection"],
+    client: "pvc-protection-controller",
+  },
+  {
+    name: "persistentvolume-protection-controller",
+    aliases: ["pv-protection"],
+    client: "pv-protection-controller",
+  },
 ] as const;
 
 export type ControllerName = (typeof CONTROLLERS)[number]["name"];

@@ -1,5 +1,5 @@
 import type { Registry } from "prom-client";
-import type { ControllerName } from "./controller-names.js";
+import { CONTROLLERS, type ControllerName } from "./controller-names.js";
 import type { RunConfig } from "./options.js";
 import type { TestSeams } from "../persistentvolume/crash-seam.js";
 import { PersistentVolumeMetrics } from "../persistentvolume/metrics.js";
@@ -26,6 +26,7 @@ import type { SideEffectGate } from "../runtime/write-gate.js";
 
 export interface ControllerContext {
   config: RunConfig;
+  /** The controller's own (see newControllers). */
   clients: ApiClients;
   informers: InformerFactory;
   /** The controller's own: a child of the process's logger with its name as `controller`. */
@@ -175,18 +176,28 @@ function common({ clients, informers, logger }: ControllerContext) {
   return { clients, informers, logger };
 }
 
-/** Builds the enabled controllers; `unavailable` names those this build does not have yet. */
+/**
+ * Builds the enabled controllers; `unavailable` names those this build does not have yet. Each gets
+ * the API clients `clientsFor` makes for its KCM client name: KCM gives every controller its own
+ * client, so `--kube-api-qps` and `--kube-api-burst` bound each loop separately, and one loop's burst
+ * of writes (the node status updater's at the start of a term) never delays another's.
+ */
 export function newControllers(
-  enabled: Iterable<ControllerName>,
-  ctx: ControllerContext,
+  enabled: ReadonlySet<ControllerName>,
+  ctx: Omit<ControllerContext, "clients"> & { clientsFor: (client: string) => ApiClients },
 ): { controllers: Map<ControllerName, Controller>; unavailable: ControllerName[] } {
   const controllers = new Map<ControllerName, Controller>();
   const unavailable: ControllerName[] = [];
-  for (const name of enabled) {
+  const { clientsFor, ...shared } = ctx;
+  for (const { name, client } of CONTROLLERS) {
+    if (!enabled.has(name)) continue;
     const construct = CONSTRUCTORS[name];
-    if (construct)
-      controllers.set(name, construct({ ...ctx, logger: ctx.logger.child({ controller: name }) }));
-    else unavailable.push(name);
+    if (!construct) {
+      unavailable.push(name);
+      continue;
+    }
+    const logger = ctx.logger.child({ controller: name });
+    controllers.set(name, construct({ ...shared, clients: clientsFor(client), logger }));
   }
   return { controllers, unavailable };
 }

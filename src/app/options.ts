@@ -52,7 +52,7 @@ export const RUN_FLAGS = {
     group: "Generic:",
     default: 20,
     describe:
-      "Queries per second to the API server (client-side token bucket); 0 means 5, negative: no limit.",
+      "Queries per second to the API server (client-side token bucket); 0 means 5, negative: no limit. As in KCM, each loop, and the shared informers, has its own client and bucket.",
   },
   "kube-api-burst": {
     coerce: int(1),

@@ -84,15 +84,18 @@ export async function run(
       controllers: config.controllers,
     });
   const writeGate = le && new WriteGate(realClock, le.renewDeadlineMs);
-  const clients = new ApiClients(kubeConfig, {
+  const clientOptions = {
     qps: config.qps,
     burst: config.burst,
     registry,
-    userAgent,
     requestTimeoutMs: config.requestTimeoutMs,
     ...(writeGate && { writeGate }),
     ...(shadow && { recordWrite: shadow.recordWrite }), // shadow mode
-  });
+  };
+  // The informers' and the process's own requests; each loop has its own (newControllers), as in KCM.
+  const clients = new ApiClients(kubeConfig, { ...clientOptions, userAgent });
+  const clientsFor = (client: string) =>
+    new ApiClients(kubeConfig, { ...clientOptions, userAgent: `${userAgent}/${client}` });
   // KCM's volume loops left on beside kvc's: warned of, except in shadow mode, where they are meant to run.
   const competing =
     !shadow &&
@@ -135,7 +138,7 @@ export async function run(
   });
   const manager = new ControllerManager(
     config,
-    { clients, informers, log, registry, writeGate, seams },
+    { clientsFor, informers, log, registry, writeGate, seams },
     (err) => {
       log.error({ err }, "controllers failed");
       fatal.reject(new ExitError(`controllers failed: ${errorMessage(err)}`, 1, { cause: err }));
@@ -255,7 +258,7 @@ class ControllerManager {
   constructor(
     private readonly config: RunConfig,
     private readonly deps: {
-      clients: ApiClients;
+      clientsFor: (client: string) => ApiClients;
       informers: InformerFactory;
       log: Logger;
       registry: Registry;
@@ -267,7 +270,7 @@ class ControllerManager {
     this.#log = deps.log;
     const { controllers, unavailable } = newControllers(config.controllers, {
       config,
-      clients: deps.clients,
+      clientsFor: deps.clientsFor,
       informers: deps.informers,
       logger: deps.log,
       registry: deps.registry,

@@ -90,11 +90,14 @@ export function replay(
   return world;
 }
 
-/** A kvc replica's identity, from its User-Agent (src/app/run.ts ends it with the identity). */
+/**
+ * A kvc replica's identity, from its User-Agent: src/app/run.ts ends it with the identity, then
+ * "/leader-election" or a loop's client name (e.g. "/persistent-volume-binder") where one is added.
+ */
 export function replicaOf(userAgent: string | undefined): string | undefined {
   if (!userAgent?.startsWith("kube-volume-controller/")) return undefined;
   const last = userAgent.split(" ").at(-1) ?? "";
-  return last.replace(/\/leader-election$/, "");
+  return last.split("/", 1)[0];
 }
 
 export function isLeaderElectionWrite(e: AuditEvent): boolean {

@@ -277,6 +277,19 @@ describe("leader fencing on the real control plane", () => {
         tookOverAfterStartMs < retryPeriodMs,
         `bound ${tookOverAfterStartMs.toFixed(0)} ms after the standby started: not by its watch`,
       );
+      // Each loop writes through its own client (its own rate limiter, as KCM's NewClient), named at
+      // the end of its User-Agent.
+      const clientsWriting = (resource: string, subresource?: string) =>
+        new Set(
+          writesBy(cp.auditLogPath, "kube-volume-controller/", since)
+            .filter((e) => e.objectRef?.resource === resource && e.objectRef.subresource === subresource)
+            .map((e) => e.userAgent?.split("/").at(-1)),
+        );
+      assert.deepEqual(clientsWriting("volumeattachments"), new Set(["attachdetach-controller"]));
+      assert.deepEqual(
+        clientsWriting("persistentvolumeclaims", "status"),
+        new Set(["persistent-volume-binder", "pvc-protection-controller"]), // Bound; the Unused condition
+      );
     } finally {
       a.child.kill("SIGKILL");
       b.child.kill("SIGTERM");

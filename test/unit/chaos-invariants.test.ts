@@ -205,8 +205,9 @@ describe("chaos invariants over a recorded history", () => {
   });
 
   test("two replicas writing in one lease term, measured from the audit log", () => {
+    // A loop's writes end with its client name, the Lease's with "/leader-election".
     const ua = (id: string, le = false) =>
-      `kube-volume-controller/v0.1.0 (linux/x64) ${id}${le ? "/leader-election" : ""}`;
+      `kube-volume-controller/v0.1.0 (linux/x64) ${id}/${le ? "leader-election" : "persistent-volume-binder"}`;
     const write = (id: string, at: number, code = 200, le = false): AuditEvent => ({
       verb: "update",
       user: { username: "admin" },
