@@ -531,7 +531,7 @@ function watchLease(
       fieldSelector: `metadata.name=${lease.name}`,
     },
   );
-  informer.addEventHandler({
+  const registration = informer.addEventHandler({
     onAdd: (l) => {
       onChange(l.spec);
     },
@@ -545,6 +545,7 @@ function watchLease(
   const stop = new AbortController();
   void informer.run(stop.signal);
   return () => {
+    registration.remove(); // at once: nothing is delivered after
     stop.abort();
   };
 }

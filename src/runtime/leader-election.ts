@@ -246,10 +246,13 @@ export class LeaderElector {
     }
   }
 
-  /** A record from the Lease's watch: a candidate observes it as if an attempt had read it. */
+  /**
+   * A record from the Lease's watch: a candidate observes it as if an attempt had read it. Never a
+   * leader: a late event would replace the record it wrote with an older one.
+   */
   #watched(spec: V1LeaseSpec | undefined): void {
     const record = spec ?? {};
-    if (recordKey(record) === this.#observedKey) return;
+    if (this.#leading || recordKey(record) === this.#observedKey) return;
     this.#observe(record);
     this.#maybeReportTransition();
     this.#wakeup.wake();

@@ -452,17 +452,22 @@ describe("LeaderElector", () => {
 function leaseWatch(): {
   watchLease: NonNullable<LeaderElectionConfig["watchLease"]>;
   emit: (spec: V1LeaseSpec | undefined) => void;
+  /** Delivers to the last subscriber even after it unsubscribed, as a careless watch might. */
+  emitLate: (spec: V1LeaseSpec | undefined) => void;
   readonly subscribed: boolean;
 } {
   let listener: ((spec: V1LeaseSpec | undefined) => void) | undefined;
+  let last: typeof listener;
+  const wire = (spec: V1LeaseSpec | undefined) => spec && (JSON.parse(JSON.stringify(spec)) as V1LeaseSpec);
   return {
     watchLease: (onChange) => {
-      listener = onChange;
+      listener = last = onChange;
       return () => {
         listener = undefined;
       };
     },
-    emit: (spec) => listener?.(spec && (JSON.parse(JSON.stringify(spec)) as V1LeaseSpec)),
+    emit: (spec) => listener?.(wire(spec)),
+    emitLate: (spec) => last?.(wire(spec)),
     get subscribed() {
       return listener !== undefined;
     },
@@ -492,6 +497,24 @@ describe("LeaderElector watching its Lease", () => {
     assert.deepEqual(b.events, ["leader=other", "leader=", "leader=b", "started@500"]);
     assert.equal(store.spec.leaseTransitions, 3);
     assert.equal(watch.subscribed, false, "a leader no longer watches");
+    b.stop();
+    await b.done;
+  });
+
+  test("a leader ignores a watched record delivered after it acquired", async () => {
+    const store = new MemoryLeases();
+    store.write(held(0));
+    const clock = new FakeClock();
+    const watch = leaseWatch();
+    const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
+    await advance(clock, 500);
+    store.write(released);
+    watch.emit(store.spec);
+    await settle();
+    assert.equal(b.elector.isLeader(), true);
+    watch.emitLate(held(0)); // other's old record, late
+    assert.equal(b.elector.isLeader(), true);
+    assert.equal(b.elector.getLeader(), "b");
     b.stop();
     await b.done;
   });
