@@ -482,14 +482,19 @@ describe("LeaderElector watching its Lease", () => {
     leaseTransitions: 2,
   });
   const released: V1LeaseSpec = { holderIdentity: "", leaseDurationSeconds: 1, leaseTransitions: 2 };
-
-  test("takes over the moment a watched release arrives, not at its next attempt", async () => {
+  /** Candidate b watching a Lease other holds (renewed at 0 s), `ms` later. */
+  async function watchingCandidate(ms: number) {
     const store = new MemoryLeases();
     store.write(held(0));
     const clock = new FakeClock();
     const watch = leaseWatch();
     const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
-    await advance(clock, 500);
+    await advance(clock, ms);
+    return { store, clock, watch, b };
+  }
+
+  test("takes over the moment a watched release arrives, not at its next attempt", async () => {
+    const { store, watch, b } = await watchingCandidate(500);
     assert.equal(b.elector.isLeader(), false);
     store.write(released);
     watch.emit(store.spec);
@@ -502,12 +507,7 @@ describe("LeaderElector watching its Lease", () => {
   });
 
   test("a leader ignores a watched record delivered after it acquired", async () => {
-    const store = new MemoryLeases();
-    store.write(held(0));
-    const clock = new FakeClock();
-    const watch = leaseWatch();
-    const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
-    await advance(clock, 500);
+    const { store, watch, b } = await watchingCandidate(500);
     store.write(released);
     watch.emit(store.spec);
     await settle();
@@ -520,12 +520,7 @@ describe("LeaderElector watching its Lease", () => {
   });
 
   test("a watched renewal restarts the expiry clock: takeover exactly a lease duration after it", async () => {
-    const store = new MemoryLeases();
-    store.write(held(0));
-    const clock = new FakeClock();
-    const watch = leaseWatch();
-    const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
-    await advance(clock, 1_000);
+    const { store, clock, watch, b } = await watchingCandidate(1_000);
     // Renewed at 1 s and seen then by the watch; the next attempt (2 s) would have seen it a second later.
     store.write(held(1));
     watch.emit(store.spec);
@@ -539,12 +534,7 @@ describe("LeaderElector watching its Lease", () => {
   });
 
   test("a watched record is only a reason to try: a stale release never takes a live lease", async () => {
-    const store = new MemoryLeases();
-    store.write(held(0));
-    const clock = new FakeClock();
-    const watch = leaseWatch();
-    const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
-    await advance(clock, 1_000);
+    const { store, watch, b } = await watchingCandidate(1_000);
     watch.emit(released); // the store still holds other's record, renewed since
     store.write(held(1));
     await settle();
@@ -556,12 +546,7 @@ describe("LeaderElector watching its Lease", () => {
   });
 
   test("an attempt that fails on a released lease is retried after the jittered wait, not in a loop", async () => {
-    const store = new MemoryLeases();
-    store.write(held(0));
-    const clock = new FakeClock();
-    const watch = leaseWatch();
-    const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
-    await advance(clock, 500);
+    const { store, clock, watch, b } = await watchingCandidate(500);
     store.write(released);
     store.mode = "fail";
     store.calls.length = 0;
@@ -574,12 +559,7 @@ describe("LeaderElector watching its Lease", () => {
   });
 
   test("a watched delete lets a candidate create the Lease at once", async () => {
-    const store = new MemoryLeases();
-    store.write(held(0));
-    const clock = new FakeClock();
-    const watch = leaseWatch();
-    const b = candidate(store, clock, "b", { watchLease: watch.watchLease });
-    await advance(clock, 500);
+    const { store, watch, b } = await watchingCandidate(500);
     store.stored = undefined;
     watch.emit(undefined);
     await settle();
