@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
-import type { KubeConfig, V1LeaseSpec } from "@kubernetes/client-node";
+import type { V1LeaseSpec } from "@kubernetes/client-node";
 import pkg from "../../package.json" with { type: "json" };
 import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { noLoopsWarning, type ControllerName } from "./controller-names.js";
@@ -150,7 +150,6 @@ export async function run(
     newElector({
       le,
       identity,
-      kubeConfig,
       // KCM's leader-election client: its own, with the renew deadline as request timeout, and ungated.
       clients: new ApiClients(kubeConfig, {
         qps: config.qps,
@@ -457,7 +456,6 @@ async function secureServing(config: RunConfig, log: Logger, registry: Registry)
 function newElector(o: {
   le: NonNullable<RunConfig["leaderElection"]>;
   identity: string;
-  kubeConfig: KubeConfig;
   clients: ApiClients;
   registry: Registry;
   log: Logger;
@@ -484,7 +482,7 @@ function newElector(o: {
     retryPeriodMs: le.retryPeriodMs,
     releaseOnCancel: true,
     logger: log,
-    watchLease: (onChange) => watchLease(o.kubeConfig, o.clients, log, lease, onChange),
+    watchLease: (onChange) => watchLease(o.clients, log, lease, onChange),
     onStartedLeading: (signal) => {
       log.info({ identity, lease }, "started leading");
       o.writeGate.lead(signal);
@@ -518,19 +516,19 @@ function newElector(o: {
  * candidate the lease's release the moment it happens.
  */
 function watchLease(
-  kubeConfig: KubeConfig,
   clients: ApiClients,
   log: Logger,
   lease: { name: string; namespace: string },
   onChange: (spec: V1LeaseSpec | undefined) => void,
 ): () => void {
-  const informer = new InformerFactory({ kubeConfig, apis: clients, logger: log }).informerFor(
-    resources.leases,
-    {
-      namespace: lease.namespace,
-      fieldSelector: `metadata.name=${lease.name}`,
-    },
-  );
+  const informer = new InformerFactory({
+    kubeConfig: clients.kubeConfig,
+    apis: clients,
+    logger: log,
+  }).informerFor(resources.leases, {
+    namespace: lease.namespace,
+    fieldSelector: `metadata.name=${lease.name}`,
+  });
   const registration = informer.addEventHandler({
     onAdd: (l) => {
       onChange(l.spec);
