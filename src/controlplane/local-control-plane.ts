@@ -176,6 +176,11 @@ export class LocalControlPlane {
     await this.#startApiServer();
   }
 
+  /** The apiserver process (a new one after restartApiServer). */
+  get apiserver(): ManagedProcess | undefined {
+    return this.#apiserver;
+  }
+
   /** The etcd process (a new one after restartEtcd). */
   get etcd(): ManagedProcess {
     return this.#etcd;
