@@ -209,12 +209,15 @@ export function sampleEventLoopBlock(
     longest = Math.max(longest, Number(max));
   };
   const stopped = new AbortController();
+  // A failed scrape ends the sampling and fails stop(): not an unhandled rejection that would end
+  // the bench with the controller still running.
   const sampling = (async () => {
     while (!stopped.signal.aborted) {
       await scrape();
       await sleep(realClock, everyMs, stopped.signal).catch(() => undefined);
     }
   })();
+  sampling.catch(() => undefined);
   return {
     stop: async () => {
       stopped.abort();
