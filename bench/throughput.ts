@@ -12,9 +12,15 @@
  * RSS at the end and at its peak. `--loops=binder` (default) isolates the binder on both sides;
  * `--loops=all` runs both as deployed, with all four volume loops (binder, attach/detach, PVC and PV
  * protection) and the same flags.
+ * Where each binding run's time goes (issue 30 goal 4, the scale ceiling): how long creating the pairs
+ * took, pairs/s to half and from half to 90%, and the CPU of the controller, the apiserver, etcd and
+ * this process over the run, which names the resource that limits it; kvc's longest event-loop block
+ * (KCM has none). Claims are counted Bound from a watch. `--deadline=S` (default 3600) ends a binding
+ * run after S s, reporting how many were Bound: a 100,000-pair run of KCM takes hours.
  * kvc runs compiled (dist/, `npm run build`) as in the image. Prints markdown tables; asserts nothing.
  * `--repeat=N` runs each binding measurement N times, kvc and KCM alternating, and prints the median ratio.
  *   npm run bench:throughput [-- --pairs=1000 --loops=all --repeat=3 --only=unthrottled,ceiling --kvc-arg=--flag=value]
+ *   npm run bench:throughput -- --pairs=100000 --loops=all --only=unthrottled --deadline=1200
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
