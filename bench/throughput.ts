@@ -103,7 +103,9 @@ async function watchBound(cp: LocalControlPlane, signal: AbortSignal): Promise<(
   };
   informers.persistentVolumeClaims({ namespace: "default" }).addEventHandler({
     onAdd: see,
-    onUpdate: (_, c) => see(c),
+    onUpdate: (_, c) => {
+      see(c);
+    },
   });
   void informers.start(signal);
   await informers.waitForCacheSync(signal);
