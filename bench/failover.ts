@@ -27,7 +27,14 @@ import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { mergePatch } from "../src/runtime/client.js";
 import { waitFor } from "../src/util/wait.js";
 import { createMixedCluster, podMountingUnmountedClaim, type MixedClusterSize } from "./mixed-cluster.js";
-import { ALL_LOOPS, rssMiB, startVolumeLoops, type Impl, type StartedController } from "./support.js";
+import {
+  ALL_LOOPS,
+  benchClients,
+  rssMiB,
+  startVolumeLoops,
+  type Impl,
+  type StartedController,
+} from "./support.js";
 
 const { values } = parseArgs({
   options: {
@@ -252,7 +259,8 @@ async function run(impl: Impl): Promise<Report> {
 
 try {
   const started = performance.now();
-  await createMixedCluster(core, storage, size, CONCURRENCY, (line) => {
+  const pooled = benchClients(cp);
+  await createMixedCluster(pooled.core, pooled.storage, size, CONCURRENCY, (line) => {
     console.error(`${((performance.now() - started) / 1000).toFixed(0)} s: ${line}`);
   });
   const kvc = await run("kvc");

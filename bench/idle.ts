@@ -10,11 +10,10 @@
  *   --cpu-prof=DIR  also writes kvc's V8 CPU profile (node --cpu-prof) to DIR
  */
 import { parseArgs } from "node:util";
-import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { realClock, sleep } from "../src/runtime/clock.js";
 import { createMixedCluster } from "./mixed-cluster.js";
-import { ALL_LOOPS, cpuSeconds, startCompiledKvc, type StartedController } from "./support.js";
+import { ALL_LOOPS, benchClients, cpuSeconds, startCompiledKvc, type StartedController } from "./support.js";
 
 const { values } = parseArgs({
   options: {
@@ -37,8 +36,8 @@ const cp = await LocalControlPlane.start();
 try {
   const size = { nodes: Number(values.nodes), pods: Number(values.pods), claims: Number(values.claims) };
   const t0 = performance.now();
-  const core = cp.kubeConfig().makeApiClient(CoreV1Api);
-  await createMixedCluster(core, cp.kubeConfig().makeApiClient(StorageV1Api), size, CONCURRENCY, progress);
+  const { core, storage } = benchClients(cp);
+  await createMixedCluster(core, storage, size, CONCURRENCY, progress);
   progress(`cluster created in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
 
   /** Starts one controller, lets it settle, and returns its CPU over the window in mCPU. */

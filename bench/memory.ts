@@ -13,11 +13,11 @@
  *   npm run bench:memory -- --mode=mixed [--nodes=1000 --pods=30000 --claims=5000]
  */
 import { parseArgs } from "node:util";
-import { CoreV1Api, StorageV1Api } from "@kubernetes/client-node";
 import { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { sleep, realClock } from "../src/runtime/clock.js";
 import {
   ALL_LOOPS,
+  benchClients,
   createPreBoundPair,
   pool,
   rssMiB,
@@ -46,7 +46,7 @@ const progress = (line: string) => process.stderr.write(`bench: ${line}\n`);
 
 const cp = await LocalControlPlane.start();
 try {
-  const core = cp.kubeConfig().makeApiClient(CoreV1Api);
+  const { core, storage } = benchClients(cp);
 
   /** Starts one controller, waits two sync periods and then for a flat RSS; returns MiB. */
   async function measure(start: () => Promise<StartedController>) {
@@ -76,7 +76,7 @@ try {
   if (values.mode === "mixed") {
     const size = { nodes: Number(values.nodes), pods: Number(values.pods), claims: Number(values.claims) };
     const t0 = performance.now();
-    await createMixedCluster(core, cp.kubeConfig().makeApiClient(StorageV1Api), size, CONCURRENCY, progress);
+    await createMixedCluster(core, storage, size, CONCURRENCY, progress);
     progress(`cluster created in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     const controllers = ALL_LOOPS;
     const kcm = await measure(async () => {

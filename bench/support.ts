@@ -1,6 +1,7 @@
 /**
- * What the benchmarks share: bounded concurrency (p-queue), RSS, kvc run compiled as the image runs
- * it, and kvc or KCM running the same volume loops with the same flags.
+ * What the benchmarks share: bounded concurrency (p-queue), RSS and CPU (the controller's, the
+ * apiserver's, etcd's), kvc's longest event-loop block, kvc run compiled as the image runs it, and kvc
+ * or KCM running the same volume loops with the same flags.
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -15,7 +16,18 @@ import { freePort } from "../src/controlplane/ports.js";
 import { abortedWhen, waitFor } from "../src/util/wait.js";
 import type { LocalControlPlane } from "../src/controlplane/local-control-plane.js";
 import { imageEntrypoint } from "../test/support/image.js";
-import { mergePatch } from "../src/runtime/client.js";
+import { ApiClients, mergePatch } from "../src/runtime/client.js";
+import { realClock, sleep } from "../src/runtime/clock.js";
+
+/**
+ * The control plane's API through kvc's client, unthrottled: one connection pool. client-node 2.0.1's
+ * own (makeApiClient) opens a new TLS connection for every request (see RequestAuthentication in
+ * src/runtime/client.ts); creating PV/PVC pairs through it ran at 210–270 objects/s at any
+ * concurrency, through this at 1,300–1,800 (the mixed cluster's 30,000 pods took 690–1,031 s).
+ */
+export function benchClients(cp: LocalControlPlane): ApiClients {
+  return new ApiClients(cp.kubeConfig(), { qps: -1, burst: 0 });
+}
 
 /** Runs `fn` over `items` with at most `concurrency` in flight; rejects with the first failure. */
 export async function pool<T>(
@@ -83,6 +95,30 @@ export function cpuSeconds(pid: number): number {
 /** USER_HZ: what /proc reports CPU times in, 100 on every Linux this runs on. */
 const CLOCK_TICKS = 100;
 
+/**
+ * CPU seconds of the apiserver, etcd and this process (the load generator) from now until the
+ * returned function is called: with the controller's, which of them a run saturates.
+ */
+export function cpuFromNow(cp: LocalControlPlane): () => Record<"apiserver" | "etcd" | "bench", number> {
+  const at = () => {
+    const own = process.cpuUsage();
+    return {
+      apiserver: cpuSeconds(cp.apiserver!.pid!),
+      etcd: cpuSeconds(cp.etcd.pid!),
+      bench: (own.user + own.system) / 1e6,
+    };
+  };
+  const start = at();
+  return () => {
+    const end = at();
+    return {
+      apiserver: end.apiserver - start.apiserver,
+      etcd: end.etcd - start.etcd,
+      bench: end.bench - start.bench,
+    };
+  };
+}
+
 /** Resident set size of a process, MiB: now (VmRSS), or its peak so far (VmHWM, the kernel's high-water mark). */
 export function rssMiB(pid: number, which: "now" | "peak" = "now"): number {
   const field = which === "now" ? "VmRSS" : "VmHWM";
@@ -100,6 +136,8 @@ export const ALL_LOOPS = [
 
 export interface StartedController {
   pid: number;
+  /** kvc's https://127.0.0.1:<port>, where it serves /metrics. */
+  url?: string;
   stop(): Promise<void>;
 }
 
@@ -143,9 +181,49 @@ export async function startCompiledKvc(
   });
   return {
     pid: child.pid!,
+    url: `https://127.0.0.1:${port}`,
     stop: async () => {
       child.kill("SIGTERM");
       await exited;
+    },
+  };
+}
+
+/**
+ * Scrapes kvc's /metrics every `everyMs` until stopped; stop() scrapes once more and resolves with the
+ * longest event-loop block seen, seconds: the largest nodejs_eventloop_lag_max_seconds. prom-client
+ * resets that histogram at every scrape, so each scrape covers the time since the one before and
+ * none is missed; a scrape is slow when the loop is blocked, so it waits as long as it must.
+ */
+export function sampleEventLoopBlock(
+  kvc: StartedController,
+  token: string,
+  everyMs = 10_000,
+): { stop(): Promise<number> } {
+  let longest = 0;
+  const scrape = async () => {
+    const { status, body } = await probe(`${kvc.url!}/metrics`, { token, timeoutMs: 10 * 60_000 });
+    if (status !== 200) throw new Error(`kvc /metrics: HTTP ${status}`);
+    const max = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(body)?.[1];
+    if (max === undefined) throw new Error("kvc /metrics: no nodejs_eventloop_lag_max_seconds");
+    longest = Math.max(longest, Number(max));
+  };
+  const stopped = new AbortController();
+  // A failed scrape ends the sampling and fails stop(): not an unhandled rejection that would end
+  // the bench with the controller still running.
+  const sampling = (async () => {
+    while (!stopped.signal.aborted) {
+      await scrape();
+      await sleep(realClock, everyMs, stopped.signal).catch(() => undefined);
+    }
+  })();
+  sampling.catch(() => undefined);
+  return {
+    stop: async () => {
+      stopped.abort();
+      await sampling;
+      await scrape();
+      return longest;
     },
   };
 }
@@ -235,7 +313,13 @@ export async function startVolumeLoops(
     kvcArgs?: readonly string[];
   },
 ): Promise<StartedController> {
-  const flags = ["--pvclaimbinder-sync-period=15s", "--enable-hostpath-provisioner"];
+  const flags = [
+    "--pvclaimbinder-sync-period=15s",
+    "--enable-hostpath-provisioner",
+    // As kubeadm deploys KCM: /metrics answers the control plane's admin token (sampleEventLoopBlock).
+    `--authentication-kubeconfig=${cp.kubeconfigPath}`,
+    `--authorization-kubeconfig=${cp.kubeconfigPath}`,
+  ];
   if (impl === "kcm") {
     const kcm = await cp.startKubeControllerManager({
       controllers: [...o.loops],

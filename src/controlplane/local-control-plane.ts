@@ -176,6 +176,11 @@ export class LocalControlPlane {
     await this.#startApiServer();
   }
 
+  /** The apiserver process (a new one after restartApiServer). */
+  get apiserver(): ManagedProcess | undefined {
+    return this.#apiserver;
+  }
+
   /** The etcd process (a new one after restartEtcd). */
   get etcd(): ManagedProcess {
     return this.#etcd;
@@ -323,6 +328,9 @@ function auditFlags(dir: string): string[] {
     "--audit-log-format=json",
     // Each event is written before the response is sent: a test that saw the answer finds the entry.
     "--audit-log-mode=blocking",
+    // Never rotated (0 means lumberjack's 100 MB): AuditLogTail reads one file, and a 100,000-pair
+    // benchmark writes about 1 GB.
+    "--audit-log-maxsize=1000000",
   ];
 }
 

@@ -53,9 +53,15 @@ export function describeEvents(events: readonly AuditEvent[]): string {
  * long run's log is read once, not once per question). A line still being written waits for the next.
  */
 export class AuditLogTail {
-  #offset = 0;
+  #offset: number;
 
-  constructor(private readonly path: string) {}
+  /** `fromEnd`: skip what the log holds now (a benchmark's setup, too large to read at once). */
+  constructor(
+    private readonly path: string,
+    { fromEnd = false }: { fromEnd?: boolean } = {},
+  ) {
+    this.#offset = fromEnd && existsSync(path) ? statSync(path).size : 0;
+  }
 
   next(): AuditEvent[] {
     if (!existsSync(this.path)) return [];
