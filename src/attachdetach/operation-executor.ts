@@ -113,7 +113,12 @@ interface PendingOperation {
  */
 export class OperationExecutor {
   readonly #o: OperationExecutorOptions;
-  readonly #operations: PendingOperation[] = [];
+  /**
+   * By volume name: every lookup names its volume, so it reads only that volume's entries. Upstream
+   * keeps one slice and scans all of it, which at 10,000 pending attaches made each reconciler pass
+   * quadratic (issue 30 goal 4).
+   */
+  readonly #operations = new Map<string, PendingOperation[]>();
   readonly #running = new Set<Promise<void>>();
 
   constructor(options: OperationExecutorOptions) {
@@ -371,8 +376,7 @@ export class OperationExecutor {
    */
   #find(volumeName: string, nodeName: string): PendingOperation | undefined {
     let found: PendingOperation | undefined;
-    for (const op of this.#operations) {
-      if (op.volumeName !== volumeName) continue;
+    for (const op of this.#operations.get(volumeName) ?? []) {
       if (op.nodeName !== "" && nodeName !== "" && op.nodeName !== nodeName) continue;
       if (op.pending) return op;
       if (!found || op.nodeName === nodeName) found = op;
@@ -389,7 +393,7 @@ export class OperationExecutor {
     if (op?.pending) return;
     if (!op) {
       op = { volumeName, nodeName, pending: false, operationName, backoff: new ExponentialBackoff() };
-      this.#operations.push(op);
+      this.#add(op);
     } else if (op.operationName !== operationName) {
       op.operationName = operationName;
       op.backoff = new ExponentialBackoff();
@@ -430,7 +434,7 @@ export class OperationExecutor {
         operationName,
         backoff: new ExponentialBackoff(),
       };
-      this.#operations.push(entry);
+      this.#add(entry);
     }
     const op = entry;
     const startedAt = this.#o.clock.now();
@@ -446,7 +450,7 @@ export class OperationExecutor {
         .then(
           () => {
             completed(true);
-            this.#operations.splice(this.#operations.indexOf(op), 1);
+            this.#remove(op);
           },
           (err: unknown) => {
             completed(false);
@@ -466,6 +470,19 @@ export class OperationExecutor {
         ),
     );
     return true;
+  }
+
+  #add(op: PendingOperation): void {
+    const ops = this.#operations.get(op.volumeName);
+    if (ops) ops.push(op);
+    else this.#operations.set(op.volumeName, [op]);
+  }
+
+  #remove(op: PendingOperation): void {
+    const ops = this.#operations.get(op.volumeName) ?? [];
+    const i = ops.indexOf(op);
+    if (i >= 0) ops.splice(i, 1);
+    if (ops.length === 0) this.#operations.delete(op.volumeName);
   }
 
   #track(run: Promise<void>): void {
