@@ -1,3 +1,5 @@
+import { onAbort } from "./abort-listeners.js";
+
 /**
  * Time as the runtime sees it. Everything that waits (workqueue delays, rate limiters, leader
  * election, resync, stall timeouts) takes a Clock, so tests drive time by hand instead of sleeping.
@@ -29,15 +31,16 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
       reject(signal.reason as Error);
       return;
     }
-    const onAbort = () => {
-      cancel();
-      reject(signal?.reason as Error);
-    };
     const cancel = clock.setTimer(() => {
-      signal?.removeEventListener("abort", onAbort);
+      forget?.();
       resolve();
     }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
+    const forget =
+      signal &&
+      onAbort(signal, () => {
+        cancel();
+        reject(signal.reason as Error);
+      });
   });
 }
 
@@ -61,11 +64,7 @@ export class Wakeup {
       const done = () => {
         this.#wake = undefined;
         cancel();
-        signal.removeEventListener("abort", onAbort);
-      };
-      const onAbort = () => {
-        done();
-        reject(signal.reason as Error);
+        forget();
       };
       const cancel =
         ms === undefined
@@ -78,7 +77,10 @@ export class Wakeup {
         done();
         resolve();
       };
-      signal.addEventListener("abort", onAbort, { once: true });
+      const forget = onAbort(signal, () => {
+        done();
+        reject(signal.reason as Error);
+      });
     });
   }
 }
