@@ -194,6 +194,31 @@ describe("shared informer", () => {
     await assert.rejects(waiting, /shutting down/);
   });
 
+  test("a large list is delivered in order over several turns of the event loop (issue 30 goal 4)", async () => {
+    const { lw, informer, run } = setup();
+    const seen: string[] = [];
+    /** How many adds were delivered when a timer set during the first one ran. */
+    let deliveredWhenTimerRan: number | undefined;
+    informer.addEventHandler({
+      onAdd: (o) => {
+        if (seen.push(o.metadata!.name!) === 1) {
+          setImmediate(() => {
+            deliveredWhenTimerRan = seen.length;
+          });
+        }
+      },
+    });
+    run();
+    const names = Array.from({ length: 2_500 }, (_, i) => `o${i}`);
+    (await lw.listCall(1)).respond({ items: names.map((n) => obj(n, "1")), resourceVersion: "1" });
+    await informer.waitForCacheSync();
+    assert.deepEqual(seen, names);
+    assert.ok(
+      deliveredWhenTimerRan !== undefined && deliveredWhenTimerRan < names.length,
+      `the event loop turned during the delivery (timer ran after ${String(deliveredWhenTimerRan)} adds)`,
+    );
+  });
+
   test("runs once", async () => {
     const { informer, run } = setup();
     run();
