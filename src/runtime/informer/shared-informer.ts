@@ -1,4 +1,5 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
+import Fifo from "yocto-queue";
 import { realClock, type Clock } from "../clock.js";
 import type { ListerWatcher } from "./list-watch.js";
 import { silentLogger, type LogSink } from "../logger.js";
@@ -76,9 +77,7 @@ export class SharedInformer<T extends KubernetesObject> {
   readonly #log: LogSink;
   readonly #defaultResyncMs: number;
   readonly #listeners = new Set<Listener<T>>();
-  readonly #queue: Delivery<T>[] = [];
-  /** The next delivery in #queue. */
-  #head = 0;
+  readonly #queue = new Fifo<Delivery<T>>();
   #draining = false;
   #running = false;
   #started = false;
@@ -196,8 +195,7 @@ export class SharedInformer<T extends KubernetesObject> {
     } finally {
       this.#running = false;
       for (const listener of this.#listeners) listener.cancelResync();
-      this.#queue.length = 0;
-      this.#head = 0;
+      this.#queue.clear();
     }
   }
 
@@ -208,7 +206,7 @@ export class SharedInformer<T extends KubernetesObject> {
   }
 
   #push(delivery: Delivery<T>): void {
-    this.#queue.push(delivery);
+    this.#queue.enqueue(delivery);
     if (!this.#draining) {
       this.#draining = true;
       queueMicrotask(() => {
@@ -222,19 +220,14 @@ export class SharedInformer<T extends KubernetesObject> {
    * those queue behind.
    */
   #drain(): void {
-    for (let delivered = 0; this.#head < this.#queue.length; delivered++) {
+    for (let delivered = 0; this.#queue.size > 0; delivered++) {
       if (delivered === DELIVERIES_PER_TURN) {
-        // Delivered entries go once they are half the queue: each turn would move the rest each time.
-        if (this.#head * 2 > this.#queue.length) {
-          this.#queue.splice(0, this.#head);
-          this.#head = 0;
-        }
         setImmediate(() => {
           this.#drain();
         });
         return;
       }
-      const [listener, what] = this.#queue[this.#head++] as Delivery<T>;
+      const [listener, what] = this.#queue.dequeue() as Delivery<T>;
       if (!listener) {
         this.#markSynced();
       } else if (listener.removed) {
@@ -245,8 +238,6 @@ export class SharedInformer<T extends KubernetesObject> {
         this.#call(listener.handler, what);
       }
     }
-    this.#queue.length = 0;
-    this.#head = 0;
     this.#draining = false;
   }
 

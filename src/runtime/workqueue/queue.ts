@@ -1,3 +1,4 @@
+import Fifo from "yocto-queue";
 import type { QueueMetrics } from "./metrics.js";
 
 export interface QueueOptions {
@@ -11,7 +12,8 @@ export interface QueueOptions {
  * any number of adds while it is processed collapse into one re-run.
  */
 export class Queue {
-  readonly #queue: string[] = [];
+  /** A linked list: an array's shift() copies what is left once it is large (a resync of 100,000 keys). */
+  readonly #queue = new Fifo<string>();
   readonly #dirty = new Set<string>();
   readonly #processing = new Set<string>();
   /** get() callers waiting for a key; only non-empty while #queue is empty. */
@@ -39,7 +41,7 @@ export class Queue {
    */
   get(): Promise<string | undefined> {
     if (this.#shuttingDown && !this.#drain) return Promise.resolve(undefined);
-    const item = this.#queue.shift();
+    const item = this.#queue.dequeue();
     if (item !== undefined) {
       this.#take(item);
       return Promise.resolve(item);
@@ -58,7 +60,7 @@ export class Queue {
 
   /** Number of keys waiting to be handed out (not counting keys being processed). */
   len(): number {
-    return this.#queue.length;
+    return this.#queue.size;
   }
 
   shuttingDown(): boolean {
@@ -94,7 +96,7 @@ export class Queue {
   }
 
   #idle(): boolean {
-    return this.#queue.length === 0 && this.#processing.size === 0;
+    return this.#queue.size === 0 && this.#processing.size === 0;
   }
 
   #push(item: string): void {
@@ -103,7 +105,7 @@ export class Queue {
       this.#take(item);
       waiter(item);
     } else {
-      this.#queue.push(item);
+      this.#queue.enqueue(item);
     }
   }
 
