@@ -95,7 +95,11 @@ export async function run(
   // The informers' and the process's own requests; each loop has its own (newControllers), as in KCM.
   const clients = new ApiClients(kubeConfig, { ...clientOptions, userAgent });
   const clientsFor = (client: string) =>
-    new ApiClients(kubeConfig, { ...clientOptions, userAgent: `${userAgent}/${client}` });
+    new ApiClients(kubeConfig, {
+      ...clientOptions,
+      userAgent: `${userAgent}/${client}`,
+      sharedWith: clients,
+    });
   // KCM's volume loops left on beside kvc's: warned of, except in shadow mode, where they are meant to run.
   const competing =
     !shadow &&
@@ -157,6 +161,7 @@ export async function run(
         registry,
         userAgent: `${userAgent}/leader-election`,
         requestTimeoutMs: le.renewDeadlineMs,
+        sharedWith: clients,
       }),
       registry,
       log: log.child({ logger: "leader-election" }),
