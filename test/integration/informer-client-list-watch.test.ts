@@ -55,6 +55,10 @@ describe("client-node lister-watcher on a real apiserver", () => {
       "the server keeps managedFields",
     );
     assert.equal(first.items[0]?.metadata?.managedFields, undefined, "trimmed before any cache, as KCM");
+    assert.ok(
+      Object.isFrozen(first.items[0]) && Object.isFrozen(first.items[0]?.spec?.capacity),
+      "frozen page by page, as the cache would freeze them",
+    );
     const rest = await lw().list({ limit: 2, continue: first.continue }, never);
     assert.deepEqual(
       [...first.items, ...rest.items].map((pv) => pv.metadata?.name),
