@@ -141,6 +141,20 @@ export class Comparator {
     }
   }
 
+  /**
+   * The object a condition is about began deleting, or is gone, and neither side keeps the condition
+   * of such an object: a window only one side wrote in is dropped, uncounted (the other side may have
+   * met the deleting version first, e.g. a claim deleted the moment it was Bound); one both sides
+   * wrote in is compared now.
+   */
+  conditionEnded(key: string): void {
+    const window = this.#settling.get(key);
+    if (!window) return;
+    window.cancel();
+    if (window.kvc && window.upstream) this.#close(key, window);
+    else this.#settling.delete(key);
+  }
+
   /** Stops the grace timers (pending decisions are dropped, not counted). */
   stop(): void {
     for (const list of this.#pending.values()) for (const p of list) p.cancel();

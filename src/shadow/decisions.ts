@@ -217,6 +217,11 @@ export function recyclerPodDecisions(before: V1Pod | undefined, after: V1Pod | u
   return [{ controller: BINDER, kind: "reclaim", key: `reclaim pv ${volume}`, value: "recycle" }];
 }
 
+/** The key of the pvc-protection controller's Unused condition of `claim`. */
+export function unusedConditionKey(claim: V1PersistentVolumeClaim): string {
+  return `unused pvc ${nameOf(claim)}`;
+}
+
 /** The binder's decisions in a claim's change; a claim's creation is the user's. */
 export function claimDecisions(
   before: V1PersistentVolumeClaim | undefined,
@@ -246,7 +251,12 @@ export function claimDecisions(
   out.push(...claimStatus(name, before, after));
   const unused = unusedConditionValue(after);
   if (unused !== undefined && unused !== unusedConditionValue(before)) {
-    out.push({ controller: PVC_PROTECTION, kind: "condition", key: `unused pvc ${name}`, value: unused });
+    out.push({
+      controller: PVC_PROTECTION,
+      kind: "condition",
+      key: unusedConditionKey(after),
+      value: unused,
+    });
   }
   return [...out, ...removedFinalizers("pvc", before, after)];
 }

@@ -1,4 +1,10 @@
-import type { CoreV1Event, KubernetesObject, V1AttachedVolume, V1Node } from "@kubernetes/client-node";
+import type {
+  CoreV1Event,
+  KubernetesObject,
+  V1AttachedVolume,
+  V1Node,
+  V1PersistentVolumeClaim,
+} from "@kubernetes/client-node";
 import { LRUCache } from "lru-cache";
 import { Counter, type Registry } from "prom-client";
 import type { ControllerName } from "../app/controller-names.js";
@@ -10,6 +16,7 @@ import { Comparator, OUTCOMES, type Comparison, type Outcome } from "./comparato
 import {
   attachmentDecisions,
   claimDecisions,
+  unusedConditionKey,
   eventDecisions,
   nodeDecisions,
   recyclerPodDecisions,
@@ -173,6 +180,16 @@ export class ShadowMode {
       onDelete: (node: KubernetesObject) => {
         this.#reported.delete(objectKey(node));
         this.#comparator.forget(`volumes-attached node ${objectKey(node)} `);
+      },
+    });
+    pvcs.addEventHandler({
+      onUpdate: (old: V1PersistentVolumeClaim, pvc: V1PersistentVolumeClaim) => {
+        if (!old.metadata?.deletionTimestamp && pvc.metadata?.deletionTimestamp) {
+          this.#comparator.conditionEnded(unusedConditionKey(pvc));
+        }
+      },
+      onDelete: (pvc: V1PersistentVolumeClaim) => {
+        this.#comparator.conditionEnded(unusedConditionKey(pvc));
       },
     });
     for (const source of EVENT_SOURCES) {

@@ -242,6 +242,24 @@ describe("shadow Comparator", () => {
       ]);
     });
 
+    test("a claim deleting before the window closes: one side alone is dropped, both are compared", () => {
+      const { clock, comparator, outcomes } = setup();
+      comparator.intended(unused("True NoPodsUsingPVC"));
+      comparator.conditionEnded("unused pvc ns/a");
+      clock.advance(GRACE);
+      assert.deepEqual(outcomes(), [], "upstream met the deleting version first: no decision to compare");
+      assert.equal(comparator.pending, 0);
+      comparator.intended(unused("False PodUsingPVC"));
+      comparator.observed(unused("True NoPodsUsingPVC"));
+      comparator.conditionEnded("unused pvc ns/a");
+      assert.deepEqual(outcomes(), [
+        "differ unused pvc ns/a kvc=False PodUsingPVC upstream=True NoPodsUsingPVC",
+      ]);
+      comparator.conditionEnded("unused pvc ns/b");
+      clock.advance(GRACE);
+      assert.equal(outcomes().length, 1);
+    });
+
     test("a repeat of a settled value opens no window; a confirmation counts only within one", () => {
       const { clock, comparator, outcomes } = setup();
       comparator.confirmed(unused("True"));
