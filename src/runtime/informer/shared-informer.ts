@@ -53,7 +53,6 @@ class Listener<T> {
   ) {}
 }
 
-/** A change for one listener, or (listener undefined) the marker that the first list has been delivered. */
 /**
  * Deliveries per turn of the event loop. A relist or a resync of 100,000 objects delivered in one go
  * blocks the loop for seconds (issue 30 goal 4), while the leader must renew its Lease and every other
@@ -61,6 +60,7 @@ class Listener<T> {
  */
 const DELIVERIES_PER_TURN = 1_000;
 
+/** A change for one listener, or (listener undefined) the marker that the first list has been delivered. */
 type Delivery<T> = [Listener<T>, Change<T> | "caught-up"] | [undefined, "synced"];
 
 /**
