@@ -92,14 +92,11 @@ export async function run(
     ...(writeGate && { writeGate }),
     ...(shadow && { recordWrite: shadow.recordWrite }), // shadow mode
   };
-  // The informers' and the process's own requests; each loop has its own (newControllers), as in KCM.
+  // The informers' and the process's own requests; each loop has its own (newControllers), as in KCM,
+  // and its own connection pool: all of them on one HTTP/2 connection bound 1,000 pairs 30% slower.
   const clients = new ApiClients(kubeConfig, { ...clientOptions, userAgent });
   const clientsFor = (client: string) =>
-    new ApiClients(kubeConfig, {
-      ...clientOptions,
-      userAgent: `${userAgent}/${client}`,
-      sharedWith: clients,
-    });
+    new ApiClients(kubeConfig, { ...clientOptions, userAgent: `${userAgent}/${client}` });
   // KCM's volume loops left on beside kvc's: warned of, except in shadow mode, where they are meant to run.
   const competing =
     !shadow &&
@@ -161,7 +158,6 @@ export async function run(
         registry,
         userAgent: `${userAgent}/leader-election`,
         requestTimeoutMs: le.renewDeadlineMs,
-        sharedWith: clients,
       }),
       registry,
       log: log.child({ logger: "leader-election" }),

@@ -180,12 +180,6 @@ export interface ApiClientOptions {
   requestTimeoutMs?: number;
   /** Admits each mutating request (see WriteGate); reads always pass. */
   writeGate?: WriteGate;
-  /**
-   * A client of the same kubeconfig whose credentials and connection pool this one uses, as
-   * client-go's transport cache gives the clients of one config one transport: each loop has its own
-   * ApiClients (limiter, User-Agent), not its own connections to the apiserver.
-   */
-  sharedWith?: ApiClients;
   /** Shadow mode (src/shadow): answers each mutating request instead of the apiserver; none is sent. */
   recordWrite?: (req: { method: string; path: string; body: string | undefined }) => {
     status: number;
@@ -224,7 +218,6 @@ export class ApiClients {
    * body the answer's text, as the typed APIs reject.
    */
   readonly requestJson: JsonRequest;
-  readonly #requestAuthentication: RequestAuthentication;
 
   constructor(
     readonly kubeConfig: KubeConfig,
@@ -237,10 +230,7 @@ export class ApiClients {
     const host = new URL(cluster.server).host;
     const limiter = this.limiter;
     const clock = opts.clock ?? realClock;
-    const authentication = opts.sharedWith
-      ? opts.sharedWith.#requestAuthentication
-      : new RequestAuthentication(kubeConfig, cluster.server, clock);
-    this.#requestAuthentication = authentication;
+    const authentication = new RequestAuthentication(kubeConfig, cluster.server, clock);
     const { requestTimeoutMs = 0, writeGate, recordWrite } = opts;
     const httpApi = wrapHttpLibrary({
       async send(request: RequestContext): Promise<ResponseContext> {

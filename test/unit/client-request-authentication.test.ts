@@ -1,11 +1,8 @@
 import assert from "node:assert/strict";
-import { once } from "node:events";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { HttpMethod, KubeConfig, RequestContext } from "@kubernetes/client-node";
+import { HttpMethod, RequestContext } from "@kubernetes/client-node";
 import { FakeClock } from "../../src/runtime/clock.js";
-import { ApiClients, RequestAuthentication } from "../../src/runtime/client.js";
+import { RequestAuthentication } from "../../src/runtime/client.js";
 
 type Dispatcher = NonNullable<ReturnType<RequestContext["getDispatcher"]>>;
 
@@ -83,44 +80,4 @@ test("a 401 makes the next request compute the credentials again", async () => {
 test("without TLS options requests keep undici's global dispatcher", async () => {
   const auth = new RequestAuthentication(kubeConfig(false), SERVER, new FakeClock());
   assert.deepEqual(await send(auth), { token: "Bearer t0", dispatcher: undefined });
-});
-
-test("ApiClients made sharedWith another use its credentials and connection pool, computed once", async () => {
-  const server = createServer((_, res) => {
-    res.setHeader("content-type", "application/json");
-    res.end(JSON.stringify({ kind: "NamespaceList", apiVersion: "v1", metadata: {}, items: [] }));
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  try {
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      // client-node refuses plain HTTP unless TLS verification is off.
-      clusters: [
-        {
-          name: "c",
-          server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-          skipTLSVerify: true,
-        },
-      ],
-      users: [{ name: "u", token: "t" }],
-      contexts: [{ name: "x", cluster: "c", user: "u" }],
-      currentContext: "x",
-    });
-    let computed = 0;
-    const apply = kc.applySecurityAuthentication.bind(kc);
-    kc.applySecurityAuthentication = (context) => {
-      computed += 1;
-      return apply(context);
-    };
-    const informers = new ApiClients(kc, { qps: 100, burst: 100 });
-    const binder = new ApiClients(kc, { qps: 100, burst: 100, sharedWith: informers });
-    await informers.core.listNamespace();
-    await binder.core.listNamespace();
-    assert.equal(computed, 1, "the second client used the first one's credentials and pool");
-    await new ApiClients(kc, { qps: 100, burst: 100 }).core.listNamespace();
-    assert.equal(computed, 2, "a client made without sharedWith has its own");
-  } finally {
-    server.close();
-  }
 });
