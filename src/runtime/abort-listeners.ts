@@ -8,27 +8,29 @@ const listeners = new WeakMap<AbortSignal, Set<() => void>>();
  * cost 10,000 steps (issue 30 goal 4); here a signal carries one listener and a Set of callbacks.
  */
 export function onAbort(signal: AbortSignal, fn: () => void): () => void {
-  let callbacks = listeners.get(signal);
-  if (!callbacks) {
-    const registered = new Set<() => void>();
-    listeners.set(signal, registered);
-    signal.addEventListener(
-      "abort",
-      () => {
-        listeners.delete(signal);
-        for (const callback of registered) callback();
-      },
-      { once: true },
-    );
-    callbacks = registered;
-  }
+  const callbacks = callbacksOf(signal);
   // Its own entry, so the same `fn` registered twice is called twice and forgotten once per call.
   const callback = () => {
     fn();
   };
   callbacks.add(callback);
-  const registered = callbacks;
   return () => {
-    registered.delete(callback);
+    callbacks.delete(callback);
   };
+}
+
+function callbacksOf(signal: AbortSignal): Set<() => void> {
+  const known = listeners.get(signal);
+  if (known) return known;
+  const callbacks = new Set<() => void>();
+  listeners.set(signal, callbacks);
+  signal.addEventListener(
+    "abort",
+    () => {
+      listeners.delete(signal);
+      for (const callback of callbacks) callback();
+    },
+    { once: true },
+  );
+  return callbacks;
 }
